@@ -1,0 +1,113 @@
+"""The one seam through which tkbench starts external programs.
+
+Every child is started with an argument list (never a shell), gets a timeout,
+is killed (with its process group) on any exception, and a failure raises
+:class:`CommandError` carrying argv, exit code, stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import CommandError, ToolMissingError
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A finished command, as recorded in run directories."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "argv": self.argv,
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def which(tool: str) -> str | None:
+    """Path of ``tool`` on PATH, or None."""
+    return shutil.which(tool)
+
+
+def require(tool: str, package: str | None = None) -> str:
+    """Path of ``tool`` or a :class:`ToolMissingError` naming what to install."""
+    path = shutil.which(tool)
+    if path is None:
+        hint = f" (install the Debian package '{package}')" if package else ""
+        raise ToolMissingError(f"required program '{tool}' not found on PATH{hint}")
+    return path
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = 600.0,
+    check: bool = True,
+    input_text: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Completed:
+    """Run ``argv`` to completion and return its output.
+
+    ``check=True`` raises :class:`CommandError` on a non-zero exit.  A missing
+    program raises :class:`ToolMissingError`.  On timeout or any exception
+    (including KeyboardInterrupt) the child's whole process group is killed.
+    """
+    args = [str(a) for a in argv]
+    if not args:
+        raise ValueError("empty command")
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=full_env,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolMissingError(f"required program '{args[0]}' not found") from exc
+    except PermissionError as exc:
+        raise ToolMissingError(f"cannot execute '{args[0]}': permission denied") from exc
+    try:
+        out, err = proc.communicate(input=input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise CommandError(args, None, out, err, reason=f"timed out after {timeout:g} s") from None
+    except BaseException:
+        kill_group(proc)
+        proc.wait()
+        raise
+    done = Completed(args, proc.returncode, out, err, time.monotonic() - start)
+    if check and proc.returncode != 0:
+        raise CommandError(args, proc.returncode, out, err)
+    return done
+
+
+def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to the process group of ``proc`` (started with a new session)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
