@@ -7,6 +7,7 @@ is killed (with its process group) on any exception, and a failure raises
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -59,12 +60,15 @@ def run(
     check: bool = True,
     input_text: str | None = None,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    term_grace: float = 5.0,
 ) -> Completed:
     """Run ``argv`` to completion and return its output.
 
     ``check=True`` raises :class:`CommandError` on a non-zero exit.  A missing
     program raises :class:`ToolMissingError`.  On timeout or any exception
-    (including KeyboardInterrupt) the child's whole process group is killed.
+    (including KeyboardInterrupt) the child's whole process group is stopped:
+    SIGTERM first (fio then ends its jobs cleanly), SIGKILL after ``term_grace``.
     """
     args = [str(a) for a in argv]
     if not args:
@@ -83,6 +87,7 @@ def run(
             text=True,
             errors="replace",
             env=full_env,
+            cwd=cwd,
             start_new_session=True,
         )
     except FileNotFoundError as exc:
@@ -96,8 +101,7 @@ def run(
         out, err = proc.communicate()
         raise CommandError(args, None, out, err, reason=f"timed out after {timeout:g} s") from None
     except BaseException:
-        kill_group(proc)
-        proc.wait()
+        stop_group(proc, term_grace)
         raise
     done = Completed(args, proc.returncode, out, err, time.monotonic() - start)
     if check and proc.returncode != 0:
@@ -105,9 +109,18 @@ def run(
     return done
 
 
+def stop_group(proc: subprocess.Popen[str], grace: float) -> None:
+    """SIGTERM the process group of ``proc``, then SIGKILL it after ``grace`` seconds."""
+    kill_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.wait()
+    kill_group(proc)  # stragglers of the group (e.g. fio's helper processes)
+
+
 def kill_group(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
     """Send ``sig`` to the process group of ``proc`` (started with a new session)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

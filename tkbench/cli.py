@@ -1,0 +1,358 @@
+"""Command-line interface: parses arguments, calls the library, maps errors to exit codes.
+
+Exit codes (docs/exit-codes.md): 0 done, 1 acceptance or regression check
+failed, 2 bad input, 3 refused by a safety check, 4 device/fio/tool failure,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from . import __version__
+from . import plan as planmod
+from . import profile as profilemod
+from .errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    InputError,
+    Interrupted,
+    TkbenchError,
+)
+from .units import parse_size
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so errors share one path."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _size_arg(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile",
+        default="quick",
+        help=f"profile name ({', '.join(profilemod.available())}) or path to a TOML file; "
+        "default: quick",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a profile value, e.g. --set rounds.max=30 "
+        "(repeatable; see docs/profiles.md)",
+    )
+
+
+def _add_target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--target",
+        metavar="TARGET",
+        help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH)",
+    )
+    p.add_argument(
+        "--size",
+        type=_size_arg,
+        metavar="SIZE",
+        help="size of a regular-file target (created if missing), e.g. 64M",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog="tkbench",
+        description="SNIA PTS-style SSD qualification with fio: purge, precondition, "
+        "rounds to steady state, PDF report.",
+        epilog="Exit codes: 0 done, 1 check failed, 2 bad input, 3 refused by a safety "
+        "check, 4 device or fio failure, 130 interrupted.",
+    )
+    ap.add_argument("--version", action="version", version=f"tkbench {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("plan", help="print the exact plan, job files and duration; touch nothing")
+    _add_profile_args(p)
+    _add_target_args(p)
+    p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
+    p.add_argument(
+        "--assume-mbps",
+        type=float,
+        default=1000.0,
+        help="sequential write rate assumed for the preconditioning estimate (default 1000 MB/s)",
+    )
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "run",
+        help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
+        description="Run a profile on a target.  Every completed round is stored in the run "
+        "directory before the next starts; --resume continues an interrupted run.",
+    )
+    _add_profile_args(p)
+    _add_target_args(p)
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="run directory to create (default: runs/PROFILE-DATE-TIME)",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="confirm destroying a regular file or NBD/emulator target",
+    )
+    p.add_argument(
+        "--confirm",
+        metavar="ID",
+        help="confirm destroying a block device: its serial, or its kernel name "
+        "(e.g. loop3) when it reports none; see 'tkbench devices'",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write over a filesystem, partition-table or RAID signature "
+        "(other safety checks still apply)",
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue an interrupted run with the profile it was started with",
+    )
+    p.add_argument(
+        "--resume-gap",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="idle time after which a resumed test is preconditioned again (default 300)",
+    )
+    p.add_argument(
+        "--fio-server",
+        dest="fio_servers",
+        action="append",
+        default=[],
+        metavar="HOST[,PORT]",
+        help="run fio through 'fio --server' on HOST (repeatable)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print a machine-readable summary on stdout at the end"
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write the PDF/HTML report")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("show", help="summarise a run directory")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("profiles", help="list the bundled profiles")
+    p.set_defaults(func=cmd_profiles)
+
+    _register_optional(sub)
+    return ap
+
+
+def _register_optional(sub: Any) -> None:
+    """Subcommands that live in their own modules."""
+    import importlib
+
+    for module in (".emulator.cli", ".device.cli", ".report.cli"):
+        try:
+            mod = importlib.import_module(module, __package__)
+        except ImportError:
+            continue
+        mod.register(sub)
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    for name in profilemod.available():
+        prof = profilemod.load(name)
+        print(f"{name:<10} {prof.description}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from . import jobfile
+    from .target import is_nbd, open_target
+
+    prof = profilemod.load(args.profile, args.overrides)
+    if args.target is None:
+        raise InputError("plan: --target is required")
+    if not is_nbd(args.target) and not os.path.exists(args.target):
+        if args.size is None:
+            raise InputError(f"target {args.target} does not exist; give --size to plan for it")
+        info = planmod.TargetInfo(args.target, "file", args.size, 512)
+        fio_opts: dict[str, object] = {"ioengine": "libaio", "filename": args.target}
+    else:
+        target = open_target(args.target, size=args.size)
+        info = target.info()
+        fio_opts = target.fio_options(prof.workload.ioengine)
+    try:
+        plan = planmod.build(prof, info)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    print(planmod.describe(plan, args.assume_mbps * 1e6))
+    if not args.no_jobs:
+        handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
+        for t in plan.tests:
+            wl = t.spec.workload
+            opts = dict(fio_opts)
+            if wl.ioengine != "auto" and "uri" not in opts:
+                opts["ioengine"] = wl.ioengine
+            if t.precondition:
+                print(f"\n### {t.name}: preconditioning job file")
+                print(
+                    jobfile.render_precondition(
+                        t.precondition,
+                        opts,
+                        active_bytes=t.active_bytes,
+                        data_pattern=wl.data_pattern,
+                        direct=wl.direct,
+                    ),
+                    end="",
+                )
+            print(f"\n### {t.name}: job file of every round")
+            print(
+                jobfile.render_round(
+                    t.points,
+                    opts,
+                    active_bytes=t.active_bytes,
+                    data_pattern=wl.data_pattern,
+                    direct=wl.direct,
+                    percentiles=t.spec.percentiles,
+                    handoff=handoff,
+                    extra_global={"lat_percentiles": True},
+                ),
+                end="",
+            )
+    return 0
+
+
+_stop_requested = False
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted("terminated by signal")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runs import RunRequest, start
+    from .store import load_run
+    from .summary import run_summary
+
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    req = RunRequest(
+        profile=args.profile,
+        target=args.target,
+        size=args.size,
+        out=args.out,
+        overrides=args.overrides,
+        assume_yes=args.yes,
+        confirm_id=args.confirm,
+        force=args.force,
+        interactive=sys.stdin.isatty(),
+        prompt=_prompt if sys.stdin.isatty() else None,
+        resume=args.resume,
+        fio_servers=args.fio_servers,
+        command_line=["tkbench", *sys.argv[1:]],
+        resume_gap=args.resume_gap,
+    )
+    progress = _progress(interactive)
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        out, _manifest = start(req, progress)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        close = getattr(progress, "close", None)
+        if close:
+            close()
+    code = 0
+    if not args.no_report:
+        code = _write_report(out)
+    if args.json:
+        print(json.dumps(run_summary(load_run(out)), indent=1, default=str))
+    else:
+        sys.stderr.write(f"run directory: {out}\n")
+    return code
+
+
+def _write_report(run_dir: Path) -> int:
+    try:
+        from .report import build_report
+    except ImportError:
+        return 0
+    pdf = build_report(run_dir, run_dir / "report.pdf")
+    sys.stderr.write(f"report: {pdf}\n")
+    return 0
+
+
+def _prompt(text: str) -> str:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+def _progress(interactive: bool) -> Any:
+    from .ui import LogProgress, RichProgress
+
+    if interactive and os.environ.get("TERM") != "dumb":
+        return RichProgress()
+    return LogProgress()
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .store import load_run
+    from .summary import format_summary, run_summary
+
+    summary = run_summary(load_run(args.run_dir))
+    if args.json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+        func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        return func(args)
+    except TkbenchError as exc:
+        sys.stderr.write(f"tkbench: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("tkbench: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,472 @@
+"""The engine: executes a plan on a target, storing every step before the next.
+
+For each planned test: purge -> workload-independent preconditioning -> rounds
+until every tracking variable is steady (or the round limit; for write
+saturation, until the written-bytes or time limit; for fixed tests, N times).
+
+Resume rule (docs/resume.md): tests with a result are kept as they are.  In
+the interrupted test, an interrupted fio run is discarded and re-run from its
+start.  If the test was still in purge or preconditioning, it restarts from
+its purge.  If it was in its rounds and the last complete round ended no more
+than ``resume_gap`` seconds before the resumed run starts, the rounds simply
+continue.  After a longer gap the drive may have recovered while idle, so the
+test is preconditioned again and a new *segment* of rounds begins: a
+steady-state window never spans a gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import platform
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import __version__, jobfile, steady
+from .errors import DeviceError, Interrupted, RunDirError
+from .plan import Plan, PlannedTest
+from .results import summarize_round, tracking_values, written_bytes
+from .runner import FioFailed, FioRun, FioRunner
+from .store import RunStore, TestData
+from .target import Target
+
+
+class Progress(Protocol):
+    """What the engine tells the user interface (the CLI renders it)."""
+
+    def event(self, kind: str, **info: Any) -> None: ...
+
+
+class NullProgress:
+    def event(self, kind: str, **info: Any) -> None:
+        pass
+
+
+@dataclass
+class EngineOptions:
+    resume_gap: float = 300.0  # seconds of idle after which a resumed test re-preconditions
+    fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
+    stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
+
+
+def host_info() -> dict[str, Any]:
+    uname = platform.uname()
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    os_name = "unknown"
+    try:
+        with open("/etc/os-release", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    mem = 0
+    with contextlib.suppress(OSError, ValueError):
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": uname.release,
+        "os": os_name,
+        "machine": uname.machine,
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem,
+        "python": sys.version.split()[0],
+    }
+
+
+def new_manifest(
+    plan: Plan, target: Target, fio_version: str, command_line: list[str], hosts: list[str]
+) -> dict[str, Any]:
+    return {
+        "tkbench_version": __version__,
+        "fio_version": fio_version,
+        "host": host_info(),
+        "fio_servers": hosts,
+        "command_line": command_line,
+        "profile": {
+            "name": plan.profile.name,
+            "source": plan.profile.source,
+            "resolved": plan.profile.resolved,
+        },
+        "target": {
+            "spec": target.spec,
+            "kind": target.kind,
+            "path": target.path,
+            "capacity_bytes": target.capacity,
+            "logical_sector": target.logical_sector,
+            "identity": target.identity,
+        },
+        "active_bytes": plan.active_bytes,
+        "tests": [t.name for t in plan.tests],
+        "plan_notes": list(plan.notes),
+        "status": "running",
+        "started": time.time(),
+        "ended": None,
+        "resumes": [],
+        "error": None,
+    }
+
+
+class Engine:
+    def __init__(
+        self,
+        plan: Plan,
+        target: Target,
+        runner: FioRunner,
+        store: RunStore,
+        progress: Progress | None = None,
+        options: EngineOptions | None = None,
+    ) -> None:
+        self.plan = plan
+        self.target = target
+        self.runner = runner
+        self.store = store
+        self.progress = progress or NullProgress()
+        self.options = options or EngineOptions()
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> dict[str, Any]:
+        """Run (or continue) every planned test.  Returns the final manifest."""
+        store = self.store
+        data = store.load()
+        self.progress.event("run_started", plan=self.plan, run_dir=str(store.root))
+        try:
+            for test in self.plan.tests:
+                self._check_stop()
+                existing = _find(data.tests, test.name)
+                if existing is not None and existing.finished:
+                    self.progress.event("test_skipped", test=test, reason="already complete")
+                    continue
+                self.run_test(test, existing)
+        except (KeyboardInterrupt, Interrupted):
+            store.log("interrupted: completed rounds are kept; continue with --resume")
+            store.update_manifest(status="interrupted", ended=time.time())
+            raise Interrupted(
+                "interrupted: completed rounds are kept; resume with "
+                f"tkbench run --resume {store.root}"
+            ) from None
+        except DeviceError as exc:
+            store.log(f"failed: {exc}")
+            store.update_manifest(status="failed", ended=time.time(), error=str(exc))
+            raise
+        manifest = store.update_manifest(status="complete", ended=time.time())
+        store.log("run complete")
+        self.progress.event("run_done", manifest=manifest)
+        shutil.rmtree(store.root / ".scratch", ignore_errors=True)
+        return manifest
+
+    def _check_stop(self) -> None:
+        if self.options.stop():
+            raise Interrupted("stop requested")
+
+    # ------------------------------------------------------------------ test
+    def run_test(self, test: PlannedTest, existing: TestData | None) -> None:
+        store = self.store
+        rounds = list(existing.rounds) if existing else []
+        segment = max((int(r.get("segment", 1)) for r in rounds), default=1)
+        needs_purge = test.purge
+        needs_pre = test.precondition is not None
+        resumed = existing is not None
+        if resumed:
+            assert existing is not None
+            action = self._resume_action(test, existing)
+            store.update_manifest(
+                resumes=[
+                    *store.manifest().get("resumes", []),
+                    {
+                        "at": time.time(),
+                        "test": test.name,
+                        "rounds_kept": len(rounds),
+                        "action": action,
+                    },
+                ]
+            )
+            store.log(f"resume {test.name}: {action} ({len(rounds)} complete round(s) kept)")
+            self.progress.event("test_resumed", test=test, action=action, rounds=len(rounds))
+            if action == "continue":
+                needs_purge = needs_pre = False
+            elif action == "re-precondition":
+                needs_purge = False
+                segment += 1
+            else:  # restart
+                rounds = []
+                self._discard_rounds(test)
+        else:
+            store.save_test_plan(test.name, test.to_dict())
+        self.progress.event("test_started", test=test, rounds_done=len(rounds))
+        store.log(f"test {test.name}: started")
+
+        if needs_purge:
+            self._check_stop()
+            self.progress.event("phase", test=test, phase="purge")
+            t0 = time.time()
+            record = self.target.purge(
+                self.plan.profile.purge.method, self.plan.profile.purge.allow_fallback
+            )
+            record.update({"started": t0, "ended": time.time(), "segment": segment})
+            store.save_phase(test.name, "purge", record)
+            store.log(f"test {test.name}: purge by {record['method']} in {record['seconds']} s")
+        if needs_pre and test.precondition is not None:
+            self._check_stop()
+            self._precondition(test, segment)
+
+        self._rounds(test, rounds, segment)
+
+    def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
+        if not existing.rounds:
+            return "restart"
+        last = existing.rounds[-1]
+        gap = time.time() - float(last.get("ended", 0))
+        if test.spec.kind == "saturation":
+            # write saturation is a continuous history of writes: a gap lets the
+            # drive recover, which would show as a false recovery; start again.
+            return "restart" if gap > self.options.resume_gap else "continue"
+        if gap <= self.options.resume_gap:
+            return "continue"
+        return "re-precondition" if test.precondition is not None else "continue-new-segment"
+
+    def _discard_rounds(self, test: PlannedTest) -> None:
+        d = self.store.test_dir(test.name)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for name in ("rounds", "purge.json", "precondition.json"):
+            p = d / name
+            if p.exists():
+                p.rename(d / f"discarded-{stamp}-{name}")
+
+    # ------------------------------------------------------------------ phases
+    def _workdir(self) -> Path:
+        d = self.store.scratch_dir() / f"fio-{os.getpid()}-{time.monotonic_ns()}"
+        d.mkdir(parents=True)
+        return d
+
+    def _fio(
+        self, test: PlannedTest, name: str, text: str, json_plus: bool, planned: float
+    ) -> FioRun:
+        workdir = self._workdir()
+        path = workdir / "job.fio"
+        path.write_text(text, encoding="utf-8")
+        timeout = planned + self.options.fio_timeout_margin
+        try:
+            run = self.runner.run(path, workdir, json_plus=json_plus, timeout=timeout)
+        except FioFailed as exc:
+            info = {**exc.run.info(), "error": str(exc), "test": test.name}
+            self.store.save_failure(
+                test.name, f"{name}-{int(time.time())}", exc.run.stdout, text, info
+            )
+            raise
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return run
+
+    def _precondition(self, test: PlannedTest, segment: int) -> None:
+        pre = test.precondition
+        assert pre is not None
+        wl = test.spec.workload
+        self.progress.event("phase", test=test, phase="precondition", bytes=pre.total_bytes)
+        text = jobfile.render_precondition(
+            pre,
+            self.target.fio_options(wl.ioengine),
+            active_bytes=test.active_bytes,
+            data_pattern=wl.data_pattern,
+            direct=wl.direct,
+        )
+        limit = self.plan.profile.precondition.max_duration
+        # generous: at 1 MB/s per GB of capacity this still ends (a real drive is far faster)
+        planned = limit or max(3600.0, pre.total_bytes / 1e6)
+        run = self._fio(test, "precondition", text, json_plus=False, planned=planned)
+        assert run.output is not None
+        written = sum(j.write.io_bytes for j in run.output.jobs)
+        record = {
+            **pre.to_dict(),
+            "written_bytes": written,
+            "started": run.started,
+            "ended": run.started + run.seconds,
+            "seconds": round(run.seconds, 3),
+            "segment": segment,
+            "fio": run.info(),
+        }
+        self.store.save_phase(test.name, "precondition", record, raw=run.stdout, jobfile=text)
+        self.store.log(
+            f"test {test.name}: preconditioned with {written} bytes in {run.seconds:.1f} s"
+        )
+
+    def _round_text(self, test: PlannedTest, handoff: jobfile.Handoff | None) -> str:
+        wl = test.spec.workload
+        return jobfile.render_round(
+            test.points,
+            self.target.fio_options(wl.ioengine),
+            active_bytes=test.active_bytes,
+            data_pattern=wl.data_pattern,
+            direct=wl.direct,
+            percentiles=test.spec.percentiles,
+            handoff=handoff,
+            extra_global={"lat_percentiles": True},
+        )
+
+    def _rounds(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> None:
+        spec = test.spec
+        total_written = sum(int(r.get("written_bytes", 0)) for r in rounds)
+        started = float(rounds[0]["started"]) if rounds else time.time()
+        verdicts: dict[str, steady.Verdict] = {}
+        while True:
+            n = len(rounds) + 1
+            if self._done(test, rounds, segment, total_written, started):
+                break
+            self._check_stop()
+            self.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
+            handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
+            text = self._round_text(test, handoff)
+            run = self._fio(
+                test, f"round-{n:04d}", text, json_plus=spec.histogram, planned=test.round_seconds
+            )
+            assert run.output is not None
+            points = summarize_round(test.points, run.output, with_bins=spec.histogram)
+            values = tracking_values(points, test.tracking)
+            written = written_bytes(points)
+            total_written += written
+            record = {
+                "test": test.name,
+                "round": n,
+                "segment": segment,
+                "started": run.started,
+                "ended": run.started + run.seconds,
+                "fio": run.info(),
+                "points": points,
+                "tracking": values,
+                "written_bytes": written,
+                "total_written_bytes": total_written,
+            }
+            self.store.save_round(test.name, n, record, run.stdout, text)
+            rounds.append(record)
+            verdicts = self._verdicts(test, rounds, segment)
+            self.progress.event(
+                "round_done",
+                test=test,
+                round=n,
+                tracking=values,
+                verdicts=verdicts,
+                total_written=total_written,
+            )
+        result = self._result(test, rounds, segment, total_written)
+        self.store.save_result(test.name, result)
+        self.store.log(f"test {test.name}: {result['summary']}")
+        self.progress.event("test_done", test=test, result=result)
+
+    def _handoff_dir(self) -> Path:
+        d = self.store.scratch_dir() / f"handoff-{time.monotonic_ns()}"
+        d.mkdir(parents=True)
+        return d
+
+    def _verdicts(
+        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int
+    ) -> dict[str, steady.Verdict]:
+        return segment_verdicts(test.to_dict(), rounds)
+
+    def _done(
+        self,
+        test: PlannedTest,
+        rounds: list[dict[str, Any]],
+        segment: int,
+        total_written: int,
+        started: float,
+    ) -> bool:
+        spec = test.spec
+        if spec.kind == "fixed":
+            return len(rounds) >= spec.repeat
+        if spec.kind == "saturation":
+            limit = spec.stop_written_multiple * self.target.capacity
+            return (bool(rounds) and total_written >= limit) or (
+                time.time() - started >= spec.max_duration
+            )
+        seg_rounds = [r for r in rounds if int(r.get("segment", 1)) == segment]
+        if len(rounds) >= spec.rounds.max and seg_rounds:
+            return True
+        verdicts = self._verdicts(test, rounds, segment)
+        return bool(verdicts) and all(v.reached for v in verdicts.values())
+
+    def _result(
+        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
+    ) -> dict[str, Any]:
+        verdicts = self._verdicts(test, rounds, segment)
+        kind = test.spec.kind
+        reached = bool(verdicts) and all(v.reached for v in verdicts.values())
+        if kind == "steady":
+            window = list(next(iter(verdicts.values())).rounds) if reached else []
+            summary = (
+                f"steady state reached in rounds {window[0]}-{window[-1]}"
+                if reached
+                else f"steady state NOT reached after {len(rounds)} rounds"
+            )
+        elif kind == "saturation":
+            window = []
+            times = total_written / self.target.capacity
+            summary = f"{len(rounds)} rounds, {times:.2f}x capacity written"
+        else:
+            window = [int(r["round"]) for r in rounds]
+            summary = f"{len(rounds)} repetition(s)"
+        return {
+            "test": test.name,
+            "kind": kind,
+            "status": "complete",
+            "steady_state": reached if kind == "steady" else None,
+            "rounds": len(rounds),
+            "segment": segment,
+            "window": window,
+            "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+            "total_written_bytes": total_written,
+            "ended": time.time(),
+            "summary": summary,
+        }
+
+
+def segment_verdicts(
+    plan: dict[str, Any], rounds: list[dict[str, Any]]
+) -> dict[str, steady.Verdict]:
+    """Steady-state verdict per tracking variable over the last segment's rounds."""
+    if not rounds:
+        return {}
+    segment = max(int(r.get("segment", 1)) for r in rounds)
+    seg = [r for r in rounds if int(r.get("segment", 1)) == segment]
+    lim = plan.get("rounds", {})
+    out = {}
+    for label in plan.get("tracking", []):
+        values = [float(r["tracking"][label]) for r in seg if label in r.get("tracking", {})]
+        if not values or any(not math.isfinite(v) for v in values):
+            continue
+        out[label] = steady.evaluate(
+            values,
+            window=int(lim.get("window", 5)),
+            max_excursion=float(lim.get("max_excursion", 0.2)),
+            max_slope_excursion=float(lim.get("max_slope_excursion", 0.1)),
+            first_round=int(seg[0]["round"]),
+        )
+    return out
+
+
+def _find(tests: list[TestData], name: str) -> TestData | None:
+    for t in tests:
+        if t.name == name:
+            return t
+    return None
+
+
+def check_resumable(data: Any) -> None:
+    status = data.manifest.get("status")
+    if status == "complete":
+        raise RunDirError(f"{data.root}: the run is already complete; nothing to resume")

@@ -1,0 +1,233 @@
+"""Render fio job files (pure).
+
+A round is one fio process with one job section per workload point, run back to
+back.  fio's own sequencing leaves the drive idle between jobs (``stonewall``
+~300 ms here; ``startdelay`` alone jitters by up to 100 ms because fio's main
+loop polls at that period, so points overlap or idle).  Instead, ``startdelay``
+brings each point's threads up ``LEAD`` seconds early and ``exec_prerun`` runs
+:mod:`tkbench.handoff`, which releases the point the moment the previous one is
+over (see that module and docs/methodology.md for the measurements).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .plan import Point, Precondition
+from .units import fio_duration
+
+# Nominal idle time between points when fio schedules them by startdelay alone.
+DEFAULT_GUARD = 0.005
+# How far ahead of its nominal start a point's threads are brought up.
+LEAD = 1.0
+# Nominal allowance per point for hand-off and teardown, so threads are early enough.
+SLACK = 0.05
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """How points hand over to each other inside fio (see tkbench.handoff)."""
+
+    directory: str  # scratch directory for the markers; also fio's working directory
+    python: str = sys.executable
+    timeout_margin: float = 60.0  # beyond the previous point's runtime
+
+    def prerun(self, prev: Point) -> str:
+        script = str(Path(__file__).with_name("handoff.py"))
+        timeout = prev.runtime * 1.5 + self.timeout_margin
+        args = [
+            self.python,
+            "-S",
+            "-I",
+            script,
+            self.directory,
+            str(prev.index),
+            str(prev.numjobs),
+            f"{timeout:.0f}",
+        ]
+        # fio hands this string to system(); every word is quoted for sh.
+        return " ".join(shlex.quote(a) for a in args)
+
+    def postrun(self, point: Point) -> str:
+        # ':' is a shell builtin: the marker costs no exec; $$ is unique per clone.
+        return f": > {shlex.quote(self.directory)}/done.{point.index}.$$"
+
+
+def _escape(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"job file value contains a line break: {value!r}")
+    return value
+
+
+def filename_value(path: str) -> str:
+    """fio splits ``filename`` on ':'; escape it."""
+    return _escape(path).replace(":", "\\:")
+
+
+def _section(name: str, options: Mapping[str, object]) -> list[str]:
+    lines = [f"[{name}]"]
+    for key, value in options.items():
+        if value is None:
+            continue
+        if value is True:
+            lines.append(f"{key}=1")
+        elif value is False:
+            lines.append(f"{key}=0")
+        else:
+            lines.append(f"{key}={_escape(str(value))}")
+    return lines
+
+
+def global_options(
+    target_options: Mapping[str, object],
+    *,
+    active_bytes: int,
+    data_pattern: str,
+    direct: bool,
+    percentiles: Sequence[float] = (),
+) -> dict[str, object]:
+    opts: dict[str, object] = dict(target_options)
+    opts.update(
+        {
+            "direct": direct,
+            "thread": True,
+            "group_reporting": True,
+            "size": active_bytes,
+            "offset": 0,
+            "randrepeat": False,
+            "norandommap": True,
+            "random_generator": "tausworthe64",
+            "log_unix_epoch": True,
+        }
+    )
+    if data_pattern == "zero":
+        opts["zero_buffers"] = True
+    else:
+        # fresh random contents in every buffer: incompressible, not dedupable
+        opts["refill_buffers"] = True
+    if percentiles:
+        opts["percentile_list"] = ":".join(f"{p:g}" for p in percentiles)
+    return opts
+
+
+def point_options(
+    point: Point,
+    active_bytes: int,
+    startdelay: float,
+    prerun: str | None = None,
+    postrun: str | None = None,
+) -> dict[str, object]:
+    opts: dict[str, object] = {
+        "new_group": True,
+        "rw": point.rw,
+        "bs": point.bs,
+        "numjobs": point.numjobs,
+        "iodepth": point.iodepth,
+        "time_based": True,
+        "runtime": fio_duration(point.runtime),
+        "startdelay": fio_duration(startdelay),
+    }
+    if prerun:
+        opts["exec_prerun"] = prerun
+    if postrun:
+        opts["exec_postrun"] = postrun
+    if point.rw in ("randrw", "rw"):
+        opts["rwmixread"] = point.mix.read
+    if point.pattern == "sequential" and point.numjobs > 1:
+        # each job streams through its own slice of the ActiveRange
+        slice_bytes = _slice(active_bytes, point.numjobs, point.bs)
+        opts["size"] = slice_bytes
+        opts["offset_increment"] = slice_bytes
+    return opts
+
+
+def _slice(total: int, parts: int, align: int) -> int:
+    s = total // parts
+    return max(align, s - s % align)
+
+
+def schedule(points: Sequence[Point], guard: float = DEFAULT_GUARD) -> list[float]:
+    """Nominal start times (seconds from fio's start) of back-to-back points."""
+    delays = []
+    t = 0.0
+    for p in points:
+        delays.append(t)
+        t += p.runtime + guard + SLACK
+    return delays
+
+
+def render_round(
+    points: Sequence[Point],
+    target_options: Mapping[str, object],
+    *,
+    active_bytes: int,
+    data_pattern: str = "random",
+    direct: bool = True,
+    percentiles: Sequence[float] = (),
+    handoff: Handoff | None = None,
+    extra_global: Mapping[str, object] | None = None,
+) -> str:
+    """The job file of one round: one section per point, run back to back.
+
+    Without ``handoff`` the points are only scheduled by ``startdelay`` (for
+    ``tkbench plan``'s display and for fio servers that cannot run the helper).
+    """
+    g = global_options(
+        target_options,
+        active_bytes=active_bytes,
+        data_pattern=data_pattern,
+        direct=direct,
+        percentiles=percentiles,
+    )
+    if extra_global:
+        g.update(extra_global)
+    lines = ["# tkbench round: points run back to back (see docs/methodology.md)"]
+    lines += _section("global", g)
+    prev: Point | None = None
+    for point, nominal in zip(points, schedule(points), strict=True):
+        lines.append("")
+        prerun = postrun = None
+        delay = nominal
+        if handoff is not None:
+            delay = max(0.0, nominal - LEAD)
+            prerun = handoff.prerun(prev) if prev is not None else None
+            postrun = handoff.postrun(point) if point is not points[-1] else None
+        opts = point_options(point, active_bytes, delay, prerun, postrun)
+        lines += _section(point.job_name, opts)
+        prev = point
+    return "\n".join(lines) + "\n"
+
+
+def render_precondition(
+    pre: Precondition,
+    target_options: Mapping[str, object],
+    *,
+    active_bytes: int,
+    data_pattern: str = "random",
+    direct: bool = True,
+) -> str:
+    """Sequential writes of ``pre.total_bytes``; each job covers its own slice."""
+    g = global_options(
+        target_options, active_bytes=active_bytes, data_pattern=data_pattern, direct=direct
+    )
+    slice_bytes = _slice(active_bytes, pre.numjobs, pre.bs)
+    per_job = int(pre.total_bytes / pre.numjobs)
+    per_job -= per_job % pre.bs
+    job: dict[str, object] = {
+        "rw": "write",
+        "bs": pre.bs,
+        "numjobs": pre.numjobs,
+        "iodepth": pre.iodepth,
+        "size": slice_bytes,
+        "offset_increment": slice_bytes,
+        "io_size": max(per_job, pre.bs),
+    }
+    lines = ["# tkbench workload-independent preconditioning"]
+    lines += _section("global", g)
+    lines.append("")
+    lines += _section("precondition", job)
+    return "\n".join(lines) + "\n"

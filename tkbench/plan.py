@@ -1,0 +1,337 @@
+"""Profile + target -> the exact list of tests, phases and workload points (pure)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from .profile import Mix, Profile, TestSpec, Tracking
+from .units import format_duration, format_size, human_bytes
+
+
+@dataclass(frozen=True)
+class Point:
+    """One fio workload point of a round."""
+
+    index: int
+    bs: int
+    mix: Mix
+    pattern: str  # random | sequential
+    numjobs: int
+    iodepth: int
+    runtime: float  # seconds
+
+    @property
+    def label(self) -> str:
+        return f"{format_size(self.bs)} {self.mix.label}"
+
+    @property
+    def job_name(self) -> str:
+        return f"p{self.index:03d}_{format_size(self.bs)}_{self.mix.read}-{100 - self.mix.read}"
+
+    @property
+    def rw(self) -> str:
+        rand = self.pattern == "random"
+        if self.mix.read == 100:
+            return "randread" if rand else "read"
+        if self.mix.read == 0:
+            return "randwrite" if rand else "write"
+        return "randrw" if rand else "rw"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "label": self.label,
+            "job": self.job_name,
+            "bs": self.bs,
+            "read_pct": self.mix.read,
+            "pattern": self.pattern,
+            "rw": self.rw,
+            "numjobs": self.numjobs,
+            "iodepth": self.iodepth,
+            "runtime": self.runtime,
+        }
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """Workload-independent preconditioning: sequential writes over the ActiveRange."""
+
+    total_bytes: int
+    bs: int
+    numjobs: int
+    iodepth: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "total_bytes": self.total_bytes,
+            "bs": self.bs,
+            "numjobs": self.numjobs,
+            "iodepth": self.iodepth,
+        }
+
+
+@dataclass(frozen=True)
+class PlannedTest:
+    name: str  # unique in the plan, e.g. "throughput-1024k"
+    spec: TestSpec
+    title: str
+    purge: bool
+    precondition: Precondition | None
+    points: tuple[Point, ...]  # one round
+    tracking: tuple[Tracking, ...]
+    active_bytes: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def round_seconds(self) -> float:
+        return math.fsum(p.runtime for p in self.points)
+
+    @property
+    def min_rounds(self) -> int:
+        if self.spec.kind == "steady":
+            return self.spec.rounds.window
+        if self.spec.kind == "fixed":
+            return self.spec.repeat
+        return 1
+
+    @property
+    def max_rounds(self) -> int:
+        if self.spec.kind == "steady":
+            return self.spec.rounds.max
+        if self.spec.kind == "fixed":
+            return self.spec.repeat
+        return max(1, math.ceil(self.spec.max_duration / max(self.round_seconds, 1e-9)))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "spec": self.spec.name,
+            "title": self.title,
+            "kind": self.spec.kind,
+            "purge": self.purge,
+            "precondition": self.precondition.to_dict() if self.precondition else None,
+            "points": [p.to_dict() for p in self.points],
+            "tracking": [t.label for t in self.tracking],
+            "active_bytes": self.active_bytes,
+            "active_range": self.spec.workload.active_range,
+            "workload": {
+                "numjobs": self.spec.workload.numjobs,
+                "iodepth": self.spec.workload.iodepth,
+                "data_pattern": self.spec.workload.data_pattern,
+                "direct": self.spec.workload.direct,
+                "ioengine": self.spec.workload.ioengine,
+            },
+            "point_runtime": self.spec.point_runtime,
+            "rounds": {
+                "max": self.spec.rounds.max,
+                "window": self.spec.rounds.window,
+                "max_excursion": self.spec.rounds.max_excursion,
+                "max_slope_excursion": self.spec.rounds.max_slope_excursion,
+            },
+            "repeat": self.spec.repeat,
+            "stop_written_multiple": self.spec.stop_written_multiple,
+            "max_duration": self.spec.max_duration,
+            "percentiles": list(self.spec.percentiles),
+            "histogram": self.spec.histogram,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What planning needs to know of a target (no I/O)."""
+
+    spec: str
+    kind: str  # file | block | nbd
+    capacity: int  # user capacity in bytes
+    logical_sector: int = 512
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    target: TargetInfo
+    active_bytes: int
+    tests: tuple[PlannedTest, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def estimate(self, precondition_rate: float = 1e9) -> tuple[float, float]:
+        """Lower and upper bound of the run time in seconds.
+
+        Rounds are counted from the steady-state window (lower) to the round
+        limit (upper); preconditioning assumes ``precondition_rate`` bytes/s.
+        """
+        lo = hi = 0.0
+        for t in self.tests:
+            pre = t.precondition.total_bytes / precondition_rate if t.precondition else 0.0
+            lo += pre + t.min_rounds * t.round_seconds
+            hi += pre + t.max_rounds * t.round_seconds
+        return lo, hi
+
+
+def active_range_bytes(capacity: int, percent: float, align: int) -> int:
+    """The ActiveRange in bytes, aligned down to ``align``."""
+    raw = int(capacity * percent / 100.0)
+    return raw - raw % align
+
+
+def build(profile: Profile, target: TargetInfo) -> Plan:
+    """Expand a profile for a target into the exact plan."""
+    if target.capacity <= 0:
+        raise ValueError("target capacity must be positive")
+    notes: list[str] = []
+    sector = target.logical_sector
+    largest = max(bs for t in profile.tests for bs in t.block_sizes)
+    align = max(largest, profile.precondition.bs, sector, 1024 * 1024)
+    tests: list[PlannedTest] = []
+    active_all = 0
+    for spec in profile.tests:
+        active = active_range_bytes(target.capacity, spec.workload.active_range, align)
+        if active <= 0:
+            raise ValueError(
+                f"test {spec.name}: the ActiveRange of {human_bytes(target.capacity)} "
+                f"at {spec.workload.active_range:g} % is smaller than {format_size(align)}"
+            )
+        active_all = max(active_all, active)
+        block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
+        test_notes: list[str] = []
+        dropped = [bs for bs in spec.block_sizes if bs % sector]
+        if dropped:
+            test_notes.append(
+                f"{', '.join(format_size(b) for b in dropped)} point(s) dropped: the device's "
+                f"logical sector is {sector} bytes"
+            )
+        if not block_sizes:
+            notes.append(f"test {spec.name} skipped: no block size fits {sector}-byte sectors")
+            continue
+        groups = [(bs,) for bs in block_sizes] if spec.split_block_sizes else [block_sizes]
+        for group in groups:
+            name = spec.name if len(groups) == 1 else f"{spec.name}-{format_size(group[0])}"
+            title = spec.title if len(groups) == 1 else f"{spec.title} {format_size(group[0])}"
+            tracking = tuple(t for t in spec.tracking if t.bs in group)
+            lost = [t for t in spec.tracking if t.bs not in group and t.bs in dropped]
+            group_notes = list(test_notes)
+            if lost:
+                group_notes.append(
+                    "tracking variable(s) "
+                    + ", ".join(t.label for t in lost)
+                    + " cannot be measured on this device"
+                )
+            if spec.kind == "steady" and not tracking:
+                notes.append(f"test {name} skipped: none of its tracking variables can be measured")
+                continue
+            points = tuple(
+                Point(
+                    index=i,
+                    bs=bs,
+                    mix=mix,
+                    pattern=spec.pattern,
+                    numjobs=spec.workload.numjobs,
+                    iodepth=spec.workload.iodepth,
+                    runtime=spec.point_runtime,
+                )
+                for i, (bs, mix) in enumerate((bs, mix) for bs in group for mix in spec.mixes)
+            )
+            pre = None
+            if spec.precondition and profile.precondition.capacity_multiple > 0:
+                pbs = spec.precondition_bs
+                if pbs is None:
+                    pbs = profile.precondition.bs
+                elif pbs == 0:
+                    pbs = group[0]
+                pre = Precondition(
+                    total_bytes=int(active * profile.precondition.capacity_multiple),
+                    bs=pbs,
+                    numjobs=spec.workload.numjobs,
+                    iodepth=spec.workload.iodepth,
+                )
+            tests.append(
+                PlannedTest(
+                    name=name,
+                    spec=spec,
+                    title=title,
+                    purge=spec.purge,
+                    precondition=pre,
+                    points=points,
+                    tracking=tracking,
+                    active_bytes=active,
+                    notes=tuple(group_notes),
+                )
+            )
+    if not tests:
+        raise ValueError("no test of the profile can run on this target")
+    return Plan(profile, target, active_all, tuple(tests), tuple(notes))
+
+
+def with_runtime(plan: Plan, seconds: float) -> Plan:
+    """The same plan with every point shortened to ``seconds`` (tests, demos)."""
+    tests = tuple(
+        replace(t, points=tuple(replace(p, runtime=seconds) for p in t.points)) for t in plan.tests
+    )
+    return replace(plan, tests=tests)
+
+
+def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
+    """A human-readable description of the plan, as ``tkbench plan`` prints it."""
+    p = plan.profile
+    lines = [
+        f"Profile   {p.name}: {p.description}",
+        f"Target    {plan.target.spec} ({plan.target.kind}, "
+        f"{human_bytes(plan.target.capacity)}, {plan.target.logical_sector}-byte sectors)",
+        f"Purge     {p.purge.method}"
+        + (" (blkdiscard/trim fallback allowed)" if p.purge.allow_fallback else ""),
+    ]
+    for t in plan.tests:
+        s = t.spec
+        wl = s.workload
+        lines.append("")
+        lines.append(f"Test {t.name}: {t.title} [{s.kind}]")
+        lines.append(
+            f"  load      {wl.numjobs} job(s) x queue depth {wl.iodepth}, ActiveRange "
+            f"{wl.active_range:g} %, {wl.data_pattern} data, direct={'yes' if wl.direct else 'no'}"
+        )
+        lines.append(f"  purge     {'yes' if t.purge else 'no'}")
+        if t.precondition:
+            pc = t.precondition
+            lines.append(
+                f"  precond.  {human_bytes(pc.total_bytes)} of {format_size(pc.bs)} sequential "
+                f"writes ({p.precondition.capacity_multiple:g}x ActiveRange), each of "
+                f"{pc.numjobs} job(s) on its own slice"
+            )
+        else:
+            lines.append("  precond.  none")
+        lines.append(
+            f"  round     {len(t.points)} point(s) back to back, "
+            f"{format_duration(t.round_seconds)} per round"
+        )
+        for pt in t.points:
+            lines.append(
+                f"    {pt.job_name:<22} {pt.rw:<9} bs={format_size(pt.bs):<6} "
+                f"R/W {pt.mix.label:<7} {format_duration(pt.runtime)}"
+            )
+        if s.kind == "steady":
+            r = s.rounds
+            lines.append(
+                f"  stop      steady state of {', '.join(x.label for x in t.tracking)}: "
+                f"window {r.window}, data excursion <= {r.max_excursion:.0%}, "
+                f"slope excursion <= {r.max_slope_excursion:.0%}; at most {r.max} rounds"
+            )
+        elif s.kind == "saturation":
+            lines.append(
+                f"  stop      after {s.stop_written_multiple:g}x user capacity written "
+                f"or {format_duration(s.max_duration)}"
+            )
+        else:
+            lines.append(f"  stop      after {s.repeat} repetition(s)")
+        for note in t.notes:
+            lines.append(f"  note      {note}")
+    for note in plan.notes:
+        lines.append(f"Note: {note}")
+    lo, hi = plan.estimate(precondition_rate)
+    lines.append("")
+    lines.append(
+        f"Estimated duration: {format_duration(lo)} to {format_duration(hi)} "
+        f"(preconditioning at an assumed {precondition_rate / 1e6:.0f} MB/s)"
+    )
+    return "\n".join(lines)

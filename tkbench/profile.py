@@ -1,0 +1,620 @@
+"""Test profiles: TOML files loaded into frozen dataclasses.
+
+A profile may ``extends`` another; ``--set KEY=VALUE`` overrides any value after
+merging.  Every unknown key, wrong type or impossible value is a
+:class:`ProfileError` whose one-line message names the file and the key.
+The keys are documented in docs/profiles.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ProfileError
+from .units import format_size, parse_duration, parse_size
+
+KINDS = ("steady", "saturation", "fixed")
+PATTERNS = ("random", "sequential")
+METRICS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms"}
+PURGE_METHODS = (
+    "auto",
+    "nvme-format",
+    "nvme-format-crypto",
+    "nvme-sanitize-block",
+    "nvme-sanitize-crypto",
+    "nvme-sanitize-overwrite",
+    "ata-erase",
+    "scsi-format",
+    "scsi-sanitize",
+    "discard",
+    "none",
+)
+DATA_PATTERNS = ("random", "zero")
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True, order=True)
+class Mix:
+    """A read/write mix: percentage of reads (``65`` is 65/35)."""
+
+    read: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.read}/{100 - self.read}"
+
+    @classmethod
+    def parse(cls, text: object) -> Mix:
+        if isinstance(text, int) and not isinstance(text, bool):
+            read = text
+        else:
+            m = re.fullmatch(r"\s*(\d{1,3})\s*/\s*(\d{1,3})\s*", str(text))
+            if not m or int(m.group(1)) + int(m.group(2)) != 100:
+                raise ValueError(f'not a R/W mix: {text!r} (use e.g. "65/35")')
+            read = int(m.group(1))
+        if not 0 <= read <= 100:
+            raise ValueError(f"read share out of 0..100: {text!r}")
+        return cls(read)
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """A steady-state tracking variable, e.g. ``iops 4k 0/100``."""
+
+    metric: str  # iops | bw | lat_mean
+    bs: int
+    mix: Mix
+
+    @property
+    def label(self) -> str:
+        return f"{self.metric} {format_size(self.bs)} {self.mix.label}"
+
+    @property
+    def unit(self) -> str:
+        return METRICS[self.metric]
+
+    @classmethod
+    def parse(cls, text: object) -> Tracking:
+        parts = str(text).split()
+        if len(parts) != 3 or parts[0] not in METRICS:
+            raise ValueError(
+                f'not a tracking variable: {text!r} (use e.g. "iops 4k 0/100"; '
+                f"metrics: {', '.join(METRICS)})"
+            )
+        return cls(parts[0], parse_size(parts[1]), Mix.parse(parts[2]))
+
+
+@dataclass(frozen=True)
+class Workload:
+    numjobs: int
+    iodepth: int
+    active_range: float  # percent of user capacity
+    data_pattern: str
+    ioengine: str
+    direct: bool
+
+
+@dataclass(frozen=True)
+class Rounds:
+    max: int
+    window: int
+    max_excursion: float
+    max_slope_excursion: float
+
+
+@dataclass(frozen=True)
+class PurgeSpec:
+    method: str
+    allow_fallback: bool
+
+
+@dataclass(frozen=True)
+class PreconditionSpec:
+    capacity_multiple: float
+    bs: int
+    max_duration: float  # seconds; 0 = no limit
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    title: str
+    operator: str
+    organisation: str
+    logo: str
+    paper: str
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One test of a profile, with every default resolved."""
+
+    name: str
+    title: str
+    kind: str
+    pattern: str
+    mixes: tuple[Mix, ...]
+    block_sizes: tuple[int, ...]
+    point_runtime: float
+    purge: bool
+    precondition: bool
+    precondition_bs: int | None  # None: the profile's; 0: the test's own block size
+    split_block_sizes: bool
+    tracking: tuple[Tracking, ...]
+    workload: Workload
+    rounds: Rounds
+    percentiles: tuple[float, ...]
+    histogram: bool
+    repeat: int
+    stop_written_multiple: float
+    max_duration: float
+    description: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    source: str
+    workload: Workload
+    rounds: Rounds
+    purge: PurgeSpec
+    precondition: PreconditionSpec
+    report: ReportSpec
+    tests: tuple[TestSpec, ...]
+    resolved: dict[str, Any] = field(compare=False, repr=False)  # merged TOML, for manifests
+
+    def test(self, name: str) -> TestSpec:
+        for t in self.tests:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- schema
+# Each leaf: (converter, default).  A converter takes the TOML value and returns
+# the validated Python value or raises ValueError with a short reason.
+
+Conv = Callable[[Any], Any]
+
+
+def _int(lo: int, hi: int) -> Conv:
+    def conv(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"expected an integer, got {_tname(v)}")
+        if not lo <= v <= hi:
+            raise ValueError(f"{v} is out of range {lo}..{hi}")
+        return v
+
+    return conv
+
+
+def _float(lo: float, hi: float, lo_open: bool = False) -> Conv:
+    def conv(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"expected a number, got {_tname(v)}")
+        f = float(v)
+        if not math.isfinite(f) or f > hi or f < lo or (lo_open and f == lo):
+            raise ValueError(f"{v} is out of range {'(' if lo_open else '['}{lo:g}, {hi:g}]")
+        return f
+
+    return conv
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {_tname(v)}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {_tname(v)}")
+    return v
+
+
+def _choice(options: Iterable[str]) -> Conv:
+    opts = tuple(options)
+
+    def conv(v: Any) -> str:
+        if v not in opts:
+            raise ValueError(f"{v!r} is not one of {', '.join(opts)}")
+        return str(v)
+
+    return conv
+
+
+def _size(lo: int = 1) -> Conv:
+    def conv(v: Any) -> int:
+        if isinstance(v, float):
+            raise ValueError('expected a size such as "4k"')
+        n = parse_size(v)
+        if n < lo:
+            raise ValueError(f"size {v!r} is below {lo}")
+        return n
+
+    return conv
+
+
+def _block_size(v: Any) -> int:
+    n = _size(512)(v)
+    if n % 512:
+        raise ValueError(f"block size {v!r} is not a multiple of 512")
+    return n
+
+
+def _duration(lo: float = 0.0, lo_open: bool = True) -> Conv:
+    def conv(v: Any) -> float:
+        s = parse_duration(v)
+        if s < lo or (lo_open and s == lo):
+            raise ValueError(f"duration {v!r} must be more than {lo:g} s")
+        return s
+
+    return conv
+
+
+def _list(item: Conv, min_len: int = 1, unique: bool = True) -> Conv:
+    def conv(v: Any) -> tuple[Any, ...]:
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list, got {_tname(v)}")
+        if len(v) < min_len:
+            raise ValueError(f"needs at least {min_len} entr{'y' if min_len == 1 else 'ies'}")
+        out = tuple(item(x) for x in v)
+        if unique and len(set(out)) != len(out):
+            raise ValueError("contains duplicates")
+        return out
+
+    return conv
+
+
+def _tname(v: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(v), type(v).__name__)
+
+
+WORKLOAD_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "numjobs": (_int(1, 1024), 4),
+    "iodepth": (_int(1, 65536), 32),
+    "active_range": (_float(0.0, 100.0, lo_open=True), 100.0),
+    "data_pattern": (_choice(DATA_PATTERNS), "random"),
+    "ioengine": (_choice(("auto", "libaio", "io_uring", "psync", "posixaio", "sync")), "auto"),
+    "direct": (_bool, True),
+}
+ROUNDS_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "max": (_int(1, 100000), 25),
+    "window": (_int(2, 1000), 5),
+    "max_excursion": (_float(0.0, 10.0, lo_open=True), 0.20),
+    "max_slope_excursion": (_float(0.0, 10.0, lo_open=True), 0.10),
+}
+PURGE_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "method": (_choice(PURGE_METHODS), "auto"),
+    "allow_fallback": (_bool, False),
+}
+PRECONDITION_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "capacity_multiple": (_float(0.0, 100.0), 2.0),
+    "bs": (_block_size, 128 * 1024),
+    "max_duration": (_duration(0.0, lo_open=False), 0.0),
+}
+REPORT_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "title": (_str, "SSD Performance Report"),
+    "operator": (_str, ""),
+    "organisation": (_str, ""),
+    "logo": (_str, ""),
+    "paper": (_choice(("A4", "Letter")), "A4"),
+}
+
+
+def _precondition_bs(v: Any) -> int:
+    if v == "match":
+        return 0
+    return _block_size(v)
+
+
+TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "title": (_str, None),
+    "description": (_str, ""),
+    "kind": (_choice(KINDS), "steady"),
+    "enabled": (_bool, True),
+    "pattern": (_choice(PATTERNS), "random"),
+    "mixes": (_list(Mix.parse), None),
+    "block_sizes": (_list(_block_size), None),
+    "point_runtime": (_duration(0.0), 60.0),
+    "purge": (_bool, True),
+    "precondition": (_bool, True),
+    "precondition_bs": (_precondition_bs, None),
+    "split_block_sizes": (_bool, False),
+    "tracking": (_list(Tracking.parse, min_len=0), ()),
+    "percentiles": (_list(_float(0.0, 100.0, lo_open=True)), (99.0, 99.9, 99.99, 99.999)),
+    "histogram": (_bool, False),
+    "repeat": (_int(1, 100000), 1),
+    "stop_written_multiple": (_float(0.0, 1000.0), 4.0),
+    "max_duration": (_duration(0.0), 86400.0),
+}
+SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
+    "workload": WORKLOAD_SCHEMA,
+    "rounds": ROUNDS_SCHEMA,
+    "purge": PURGE_SCHEMA,
+    "precondition": PRECONDITION_SCHEMA,
+    "report": REPORT_SCHEMA,
+}
+TOP_KEYS = {"name": _str, "description": _str, "extends": _str}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def bundled_dir() -> Path:
+    """The profiles/ directory shipped with tkbench."""
+    env = os.environ.get("TKBENCH_PROFILES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "profiles", here / "profiles"):
+        if cand.is_dir():
+            return cand
+    return here.parent / "profiles"
+
+
+def available() -> list[str]:
+    """Names of the bundled profiles."""
+    return sorted(p.stem for p in bundled_dir().glob("*.toml"))
+
+
+def find(name_or_path: str, relative_to: Path | None = None) -> Path:
+    """Resolve a profile name (``pts-e``) or a path to a TOML file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or os.sep in name_or_path:
+        if relative_to is not None and not p.is_absolute():
+            cand = relative_to / p
+            if cand.is_file():
+                return cand
+        if p.is_file():
+            return p
+        raise ProfileError(f"profile file not found: {name_or_path}")
+    dirs = ([relative_to] if relative_to else []) + [bundled_dir()]
+    for d in dirs:
+        cand = d / f"{name_or_path}.toml"
+        if cand.is_file():
+            return cand
+    raise ProfileError(
+        f"unknown profile {name_or_path!r} (available: {', '.join(available()) or 'none'})"
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: TOML syntax error: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_raw(name_or_path: str, _seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Path]:
+    """The merged TOML data of a profile and everything it extends."""
+    path = find(name_or_path, _seen[-1].parent if _seen else None).resolve()
+    if path in _seen:
+        chain = " -> ".join(p.stem for p in (*_seen, path))
+        raise ProfileError(f"{path}: 'extends' forms a cycle: {chain}")
+    data = _read_toml(path)
+    parent = data.get("extends")
+    if parent is not None:
+        if not isinstance(parent, str):
+            raise ProfileError(f"{path}: key 'extends': expected a string")
+        base, _ = load_raw(parent, (*_seen, path))
+        base.pop("name", None)
+        base.pop("description", None)
+        data = _merge(base, {k: v for k, v in data.items() if k != "extends"})
+    data.pop("extends", None)
+    return data, path
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``rounds.max=30`` -> ("rounds.max", 30).  Values are TOML; bare words are strings."""
+    if "=" not in text:
+        raise ProfileError(f"--set {text!r}: expected KEY=VALUE")
+    key, _, raw = text.partition("=")
+    key = key.strip()
+    if not re.fullmatch(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", key):
+        raise ProfileError(f"--set {text!r}: bad key {key!r}")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        if re.fullmatch(r"[A-Za-z0-9_.:/+-]+", raw):
+            value = raw  # bare word such as 4k, 60s, pts-e
+        else:
+            raise ProfileError(f"--set {key}: cannot read value {raw!r}") from None
+    return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    for text in overrides:
+        key, value = parse_override(text)
+        parts = key.split(".")
+        _check_override_key(out, parts, key)
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ProfileError(f"--set {key}: {part!r} is not a table")
+        node[parts[-1]] = value
+    return out
+
+
+def _check_override_key(data: dict[str, Any], parts: list[str], key: str) -> None:
+    def unknown() -> ProfileError:
+        return ProfileError(f"--set {key}: unknown key")
+
+    head = parts[0]
+    if len(parts) == 1:
+        if head not in TOP_KEYS or head == "extends":
+            raise unknown()
+        return
+    if head in SECTIONS:
+        if len(parts) != 2 or parts[1] not in SECTIONS[head]:
+            raise unknown()
+        return
+    if head == "tests":
+        tests = data.get("tests", {})
+        if len(parts) < 3 or parts[1] not in tests:
+            raise ProfileError(
+                f"--set {key}: unknown test {parts[1] if len(parts) > 1 else ''!r} "
+                f"(tests: {', '.join(tests)})"
+            )
+        rest = parts[2:]
+        if rest[0] in ("workload", "rounds"):
+            if len(rest) != 2 or rest[1] not in SECTIONS[rest[0]]:
+                raise unknown()
+        elif len(rest) != 1 or rest[0] not in TEST_SCHEMA:
+            raise unknown()
+        return
+    raise unknown()
+
+
+def load(name_or_path: str, overrides: Iterable[str] = ()) -> Profile:
+    """Load, merge, override and validate a profile."""
+    data, path = load_raw(name_or_path)
+    data = apply_overrides(data, list(overrides))
+    return build(data, str(path))
+
+
+def build(data: dict[str, Any], source: str) -> Profile:
+    """Validate merged profile data into a :class:`Profile`."""
+
+    def err(key: str, why: str) -> ProfileError:
+        return ProfileError(f"{source}: key '{key}': {why}")
+
+    for key in data:
+        if key not in TOP_KEYS and key not in SECTIONS and key != "tests":
+            raise err(key, "unknown key")
+    for key, conv in TOP_KEYS.items():
+        if key in data:
+            try:
+                conv(data[key])
+            except ValueError as exc:
+                raise err(key, str(exc)) from None
+
+    def section(
+        name: str,
+        table: Any,
+        schema: dict[str, tuple[Conv, Any]],
+        defaults: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        if table is None:
+            table = {}
+        if not isinstance(table, dict):
+            raise err(name, "expected a table")
+        out = dict(defaults) if defaults else {k: d for k, (_, d) in schema.items()}
+        for key, value in table.items():
+            if key not in schema:
+                raise err(f"{name}.{key}", "unknown key")
+            try:
+                out[key] = schema[key][0](value)
+            except ValueError as exc:
+                raise err(f"{name}.{key}", str(exc)) from None
+        return out
+
+    wl = section("workload", data.get("workload"), WORKLOAD_SCHEMA)
+    rd = section("rounds", data.get("rounds"), ROUNDS_SCHEMA)
+    pg = section("purge", data.get("purge"), PURGE_SCHEMA)
+    pc = section("precondition", data.get("precondition"), PRECONDITION_SCHEMA)
+    rp = section("report", data.get("report"), REPORT_SCHEMA)
+    if rd["window"] > rd["max"]:
+        raise err("rounds.window", f"window {rd['window']} exceeds rounds.max {rd['max']}")
+
+    tests_raw = data.get("tests", {})
+    if not isinstance(tests_raw, dict):
+        raise err("tests", "expected tables [tests.NAME]")
+    tests: list[TestSpec] = []
+    for tname, traw in tests_raw.items():
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", tname):
+            raise err(f"tests.{tname}", "test names use lower-case letters, digits, - and _")
+        if not isinstance(traw, dict):
+            raise err(f"tests.{tname}", "expected a table")
+        plain = {k: v for k, v in traw.items() if k not in ("workload", "rounds")}
+        t = section(f"tests.{tname}", plain, TEST_SCHEMA)
+        if not t["enabled"]:
+            continue
+        twl = section(f"tests.{tname}.workload", traw.get("workload"), WORKLOAD_SCHEMA, wl)
+        trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
+        for req in ("mixes", "block_sizes"):
+            if t[req] is None:
+                raise err(f"tests.{tname}.{req}", "missing")
+        if trd["window"] > trd["max"]:
+            raise err(f"tests.{tname}.rounds.window", "window exceeds rounds.max")
+        tracking: tuple[Tracking, ...] = t["tracking"]
+        for tr in tracking:
+            if tr.bs not in t["block_sizes"] or tr.mix not in t["mixes"]:
+                raise err(
+                    f"tests.{tname}.tracking",
+                    f"{tr.label!r} is not a point of the test (block sizes x mixes)",
+                )
+        if t["kind"] == "steady" and not tracking:
+            raise err(f"tests.{tname}.tracking", "a steady-state test needs tracking variables")
+        tests.append(
+            TestSpec(
+                name=tname,
+                title=t["title"] or tname.replace("-", " ").replace("_", " ").title(),
+                kind=t["kind"],
+                pattern=t["pattern"],
+                mixes=t["mixes"],
+                block_sizes=t["block_sizes"],
+                point_runtime=t["point_runtime"],
+                purge=t["purge"],
+                precondition=t["precondition"],
+                precondition_bs=t["precondition_bs"],
+                split_block_sizes=t["split_block_sizes"],
+                tracking=tracking,
+                workload=Workload(**twl),
+                rounds=Rounds(**trd),
+                percentiles=tuple(sorted(t["percentiles"])),
+                histogram=t["histogram"],
+                repeat=t["repeat"],
+                stop_written_multiple=t["stop_written_multiple"],
+                max_duration=t["max_duration"],
+                description=t["description"],
+            )
+        )
+    if not tests:
+        raise err("tests", "the profile defines no enabled test")
+    name = data.get("name") or Path(source).stem
+    return Profile(
+        name=name,
+        description=data.get("description", ""),
+        source=source,
+        workload=Workload(**wl),
+        rounds=Rounds(**rd),
+        purge=PurgeSpec(**pg),
+        precondition=PreconditionSpec(**pc),
+        report=ReportSpec(**rp),
+        tests=tuple(tests),
+        resolved=data,
+    )

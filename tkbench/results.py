@@ -1,0 +1,115 @@
+"""Round summaries: fio's parsed output -> the per-point numbers tkbench stores (pure).
+
+Units in stored summaries: bytes, bytes/s, IOPS, nanoseconds.  Metrics shown to
+people (tracking variables, reports) use IOPS, MB/s (10^6 bytes/s) and ms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import FioJobError
+from .fiojson import DirStats, FioOutput, JobStats, combine
+from .plan import Point
+from .profile import Tracking
+
+MB = 1e6
+
+
+def dir_summary(d: DirStats, with_bins: bool = False) -> dict[str, Any]:
+    # Prefer total latency (submission + completion) when fio reported its percentiles.
+    pct = d.lat_percentiles or d.percentiles
+    bins = d.lat_bins or d.bins
+    out: dict[str, Any] = {
+        "io_bytes": d.io_bytes,
+        "total_ios": d.total_ios,
+        "iops": d.iops,
+        "bw_bytes": d.bw_bytes,
+        "runtime_ms": d.runtime_ms,
+        "lat_mean_ns": d.lat.mean,
+        "lat_min_ns": d.lat.min,
+        "lat_max_ns": d.lat.max,
+        "lat_stddev_ns": d.lat.stddev,
+        "clat_mean_ns": d.clat.mean,
+        "percentiles_of": "lat" if d.lat_percentiles else "clat",
+        "percentiles_ns": {f"{k:g}": v for k, v in sorted(pct.items())},
+    }
+    if with_bins and bins:
+        out["bins_ns"] = {str(k): v for k, v in sorted(bins.items())}
+    return out
+
+
+def point_summary(point: Point, job: JobStats, with_bins: bool = False) -> dict[str, Any]:
+    r, w = job.read, job.write
+    ios_r = r.total_ios if r.total_ios is not None else (r.io_bytes / point.bs if point.bs else 0)
+    ios_w = w.total_ios if w.total_ios is not None else (w.io_bytes / point.bs if point.bs else 0)
+    ios = ios_r + ios_w
+    lat_mean = (r.lat.mean * ios_r + w.lat.mean * ios_w) / ios if ios else 0.0
+    return {
+        **point.to_dict(),
+        "fio_job": job.name,
+        "error": job.error,
+        "iops": r.iops + w.iops,
+        "bw_bytes": r.bw_bytes + w.bw_bytes,
+        "lat_mean_ns": lat_mean,
+        "lat_max_ns": max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
+        "read": dir_summary(r, with_bins),
+        "write": dir_summary(w, with_bins),
+    }
+
+
+def jobs_by_name(output: FioOutput) -> dict[str, JobStats]:
+    """One entry per job section (several hosts or unmerged clones are combined)."""
+    groups: dict[str, list[JobStats]] = {}
+    for job in output.jobs:
+        groups.setdefault(job.name, []).append(job)
+    return {n: js[0] if len(js) == 1 else combine(js, n) for n, js in groups.items()}
+
+
+def summarize_round(
+    points: Sequence[Point], output: FioOutput, with_bins: bool = False
+) -> list[dict[str, Any]]:
+    jobs = jobs_by_name(output)
+    out = []
+    for p in points:
+        job = jobs.get(p.job_name)
+        if job is None:
+            raise FioJobError(f"fio output has no results for point {p.job_name}")
+        out.append(point_summary(p, job, with_bins))
+    return out
+
+
+def metric_value(summary: Mapping[str, Any], metric: str) -> float:
+    """A point's value of ``iops`` (IOPS), ``bw`` (MB/s) or ``lat_mean`` (ms)."""
+    if metric == "iops":
+        return float(summary["iops"])
+    if metric == "bw":
+        return float(summary["bw_bytes"]) / MB
+    if metric == "lat_mean":
+        return float(summary["lat_mean_ns"]) / 1e6
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def find_point(summaries: Sequence[Mapping[str, Any]], bs: int, read_pct: int) -> Mapping[str, Any]:
+    for s in summaries:
+        if s["bs"] == bs and s["read_pct"] == read_pct:
+            return s
+    raise KeyError(f"no point {bs} {read_pct}")
+
+
+def tracking_values(
+    summaries: Sequence[Mapping[str, Any]], tracking: Sequence[Tracking]
+) -> dict[str, float]:
+    out = {}
+    for t in tracking:
+        v = metric_value(find_point(summaries, t.bs, t.mix.read), t.metric)
+        if not math.isfinite(v):
+            raise FioJobError(f"tracking variable {t.label} is not a finite number")
+        out[t.label] = v
+    return out
+
+
+def written_bytes(summaries: Sequence[Mapping[str, Any]]) -> int:
+    return int(sum(s["write"]["io_bytes"] for s in summaries))

@@ -1,0 +1,164 @@
+"""Start or resume a run: target checks, confirmation, lock, store, engine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import plan as planmod
+from . import profile as profilemod
+from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
+from .errors import InputError, RunDirError
+from .runner import ClientFio, FioRunner, LocalFio
+from .store import RunStore, load_run
+from .target import Target, check_direct_io, open_target
+
+
+@dataclass
+class RunRequest:
+    profile: str = "quick"
+    target: str | None = None
+    size: int | None = None
+    out: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    assume_yes: bool = False
+    confirm_id: str | None = None
+    force: bool = False
+    interactive: bool = False
+    prompt: Callable[[str], str] | None = None
+    resume: Path | None = None
+    fio_servers: list[str] = field(default_factory=list)
+    command_line: list[str] = field(default_factory=list)
+    resume_gap: float = 300.0
+    stop: Callable[[], bool] = field(default=lambda: False)
+
+
+def default_out(profile_name: str, root: Path = Path("runs")) -> Path:
+    return root / f"{profile_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def make_runner(servers: list[str]) -> FioRunner:
+    return ClientFio(servers) if servers else LocalFio()
+
+
+def prepare(req: RunRequest) -> tuple[planmod.Plan, Target]:
+    """Profile + target -> plan, without touching the target's data."""
+    prof = profilemod.load(req.profile, req.overrides)
+    if req.target is None:
+        raise InputError("--target is required")
+    target = open_target(req.target, size=req.size, create=False)
+    return _plan(prof, target), target
+
+
+def _plan(prof: profilemod.Profile, target: Target) -> planmod.Plan:
+    try:
+        return planmod.build(prof, target.info())
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict[str, Any]]:
+    """A new run.  Returns the run directory and its final manifest."""
+    if req.resume is not None:
+        return resume(req, progress)
+    if req.target is None:
+        raise InputError("--target is required (a block device, a file or an NBD URI)")
+    prof = profilemod.load(req.profile, req.overrides)
+    runner = make_runner(req.fio_servers)
+    fio_version = runner.version()
+    # a missing regular file is created only once everything else is valid
+    target = open_target(req.target, size=req.size, create=True)
+    plan = _plan(prof, target)
+    if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
+        check_direct_io(target.path)
+    target.check(force=req.force)
+    target.confirm(
+        confirm_id=req.confirm_id,
+        assume_yes=req.assume_yes,
+        interactive=req.interactive,
+        prompt=req.prompt,
+    )
+    out = req.out or default_out(prof.name)
+    with target.lock():
+        store = RunStore.create(
+            out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
+        )
+        store.log(f"run started: profile {prof.name} on {target.describe()}")
+        engine = Engine(
+            plan,
+            target,
+            runner,
+            store,
+            progress,
+            EngineOptions(resume_gap=req.resume_gap, stop=req.stop),
+        )
+        return out, engine.run()
+
+
+def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict[str, Any]]:
+    """Continue an interrupted run in ``req.resume`` with the profile it was started with."""
+    assert req.resume is not None
+    root = req.resume
+    data = load_run(root)
+    check_resumable(data)
+    m = data.manifest
+    try:
+        prof = profilemod.build(m["profile"]["resolved"], m["profile"]["source"])
+        tspec = m["target"]["spec"]
+    except (KeyError, TypeError):
+        raise RunDirError(
+            f"{root}: manifest lacks the profile or target needed to resume"
+        ) from None
+    if req.target is not None and req.target != tspec:
+        raise InputError(f"--target {req.target} differs from the run's target {tspec}")
+    runner = make_runner(m.get("fio_servers") or req.fio_servers)
+    runner.version()
+    target = open_target(tspec, create=False)
+    _same_target(m["target"], target)
+    plan = _plan(prof, target)
+    target.check(force=req.force)
+    target.confirm(
+        confirm_id=req.confirm_id,
+        assume_yes=req.assume_yes,
+        interactive=req.interactive,
+        prompt=req.prompt,
+    )
+    with target.lock():
+        store = RunStore.open(root)
+        store.update_manifest(status="running", ended=None, error=None)
+        store.log("run resumed")
+        engine = Engine(
+            plan,
+            target,
+            runner,
+            store,
+            progress,
+            EngineOptions(resume_gap=req.resume_gap, stop=req.stop),
+        )
+        return root, engine.run()
+
+
+def _same_target(stored: dict[str, Any], target: Target) -> None:
+    if int(stored.get("capacity_bytes", -1)) != target.capacity:
+        raise InputError(
+            f"target {target.spec} now has {target.capacity} bytes, the run was started on "
+            f"{stored.get('capacity_bytes')}: not the same device"
+        )
+    old_serial = (stored.get("identity") or {}).get("serial")
+    new_serial = target.identity.get("serial")
+    if (
+        old_serial
+        and new_serial
+        and old_serial != new_serial
+        and "unknown"
+        not in (
+            old_serial,
+            new_serial,
+        )
+    ):
+        raise InputError(
+            f"target {target.spec} has serial {new_serial}, the run was started on {old_serial}"
+        )

@@ -1,0 +1,297 @@
+"""The run directory: a versioned manifest and one record per round.
+
+Layout (docs/run-directory.md describes every file)::
+
+    RUN/manifest.json                 schema, versions, host, target, profile, status
+    RUN/events.log                    human-readable, timestamped log (append-only)
+    RUN/tests/<test>/test.json        the planned test (points, tracking, limits)
+    RUN/tests/<test>/purge.json       purge record
+    RUN/tests/<test>/precondition.json (+ .fio job file, .out raw fio output)
+    RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out)
+    RUN/tests/<test>/result.json      the test's verdict, once it has finished
+
+Every JSON file is written atomically (temp file, fsync, rename, fsync of the
+directory), so a reader never sees a half-written file, whatever instant the
+writer dies.  Raw fio output and the job file are written before the round's
+record, which is what makes a round count as complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import DeviceError, RunDirError
+
+SCHEMA = 1
+KIND = "tkbench-run"
+MANIFEST = "manifest.json"
+_ROUND_RE = re.compile(r"^(\d{4,})\.json$")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new file, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        raise DeviceError(
+            f"cannot write {path}: {exc.strerror or exc} (is the results filesystem full?)"
+        ) from None
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+@dataclass
+class TestData:
+    """Everything stored for one test of a run."""
+
+    name: str
+    plan: dict[str, Any]
+    purge: dict[str, Any] | None = None
+    precondition: dict[str, Any] | None = None
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+
+@dataclass
+class RunData:
+    """A run directory read back."""
+
+    root: Path
+    manifest: dict[str, Any]
+    tests: list[TestData]
+
+    def test(self, name: str) -> TestData:
+        for t in self.tests:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+class RunStore:
+    """Writes (and re-reads) one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    # ----------------------------------------------------------------- creation
+    @classmethod
+    def create(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise RunDirError(f"{root}: exists and is not a directory")
+        if (root / MANIFEST).exists():
+            raise RunDirError(
+                f"{root}: already holds a run (use --resume {root} to continue it, "
+                "or choose another --out)"
+            )
+        if root.exists() and any(root.iterdir()):
+            raise RunDirError(f"{root}: directory is not empty; choose another --out")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunDirError(f"{root}: cannot create: {exc.strerror}") from None
+        store = cls(root)
+        data = {"kind": KIND, "schema": SCHEMA, **manifest}
+        write_json(root / MANIFEST, data)
+        return store
+
+    @classmethod
+    def open(cls, root: Path) -> RunStore:
+        check_manifest(Path(root))
+        return cls(Path(root))
+
+    # ----------------------------------------------------------------- paths
+    def test_dir(self, test: str) -> Path:
+        return self.root / "tests" / test
+
+    def scratch_dir(self) -> Path:
+        d = self.root / ".scratch"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # ----------------------------------------------------------------- writing
+    def manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = read_json(self.root / MANIFEST)
+        return data
+
+    def update_manifest(self, **fields: Any) -> dict[str, Any]:
+        data = self.manifest()
+        data.update(fields)
+        write_json(self.root / MANIFEST, data)
+        return data
+
+    def log(self, message: str) -> None:
+        """Append a timestamped line to events.log (for people; not read back as data)."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        try:
+            with (self.root / "events.log").open("a", encoding="utf-8") as fh:
+                fh.write(f"{stamp} {message}\n")
+        except OSError:
+            pass
+
+    def save_test_plan(self, test: str, plan: dict[str, Any]) -> None:
+        write_json(self.test_dir(test) / "test.json", plan)
+
+    def save_phase(
+        self,
+        test: str,
+        phase: str,
+        record: dict[str, Any],
+        raw: str | None = None,
+        jobfile: str | None = None,
+    ) -> None:
+        d = self.test_dir(test)
+        if jobfile is not None:
+            write_atomic(d / f"{phase}.fio", jobfile)
+        if raw is not None:
+            write_atomic(d / f"{phase}.out", raw)
+        write_json(d / f"{phase}.json", record)
+
+    def save_round(
+        self, test: str, number: int, record: dict[str, Any], raw: str, jobfile: str
+    ) -> None:
+        d = self.test_dir(test) / "rounds"
+        stem = f"{number:04d}"
+        write_atomic(d / f"{stem}.fio", jobfile)
+        write_atomic(d / f"{stem}.out", raw)
+        write_json(d / f"{stem}.json", record)
+
+    def save_failure(
+        self, test: str, name: str, raw: str, jobfile: str, info: dict[str, Any]
+    ) -> None:
+        """Keep what a failed fio run printed (not a round: never read as data)."""
+        d = self.test_dir(test) / "failed"
+        write_atomic(d / f"{name}.fio", jobfile)
+        write_atomic(d / f"{name}.out", raw)
+        write_json(d / f"{name}.json", info)
+
+    def save_result(self, test: str, result: dict[str, Any]) -> None:
+        write_json(self.test_dir(test) / "result.json", result)
+
+    # ----------------------------------------------------------------- reading
+    def load(self) -> RunData:
+        return load_run(self.root)
+
+
+def check_manifest(root: Path) -> dict[str, Any]:
+    """Read and check a manifest; refuse foreign, corrupt or newer-schema runs."""
+    if not root.exists():
+        raise RunDirError(f"{root}: no such run directory")
+    if not root.is_dir():
+        raise RunDirError(f"{root}: not a directory")
+    path = root / MANIFEST
+    if not path.exists():
+        raise RunDirError(f"{root}: not a tkbench run directory (no {MANIFEST})")
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise RunDirError(f"{path}: not a tkbench run manifest")
+    schema = data.get("schema")
+    if not isinstance(schema, int):
+        raise RunDirError(f"{path}: manifest has no schema version")
+    if schema > SCHEMA:
+        raise RunDirError(
+            f"{path}: written by a newer tkbench (schema {schema}, this one reads up to "
+            f"{SCHEMA}); upgrade tkbench to read it"
+        )
+    return data
+
+
+def _read_optional(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object")
+    return data
+
+
+def load_run(root: Path) -> RunData:
+    """Read a run directory back into memory (records only, not raw fio output)."""
+    root = Path(root)
+    manifest = check_manifest(root)
+    tests: list[TestData] = []
+    order = manifest.get("tests") or []
+    names = [t for t in order if isinstance(t, str)]
+    tdir = root / "tests"
+    if tdir.is_dir():
+        for d in sorted(tdir.iterdir()):
+            if d.is_dir() and d.name not in names:
+                names.append(d.name)
+    for name in names:
+        d = tdir / name
+        plan = _read_optional(d / "test.json")
+        if plan is None:
+            continue  # planned but never started
+        rounds = []
+        rdir = d / "rounds"
+        if rdir.is_dir():
+            for f in sorted(rdir.iterdir()):
+                m = _ROUND_RE.match(f.name)
+                if m:
+                    rec = read_json(f)
+                    if not isinstance(rec, dict):
+                        raise RunDirError(f"{f}: expected a JSON object")
+                    rounds.append(rec)
+        rounds.sort(key=lambda r: int(r.get("round", 0)))
+        tests.append(
+            TestData(
+                name=name,
+                plan=plan,
+                purge=_read_optional(d / "purge.json"),
+                precondition=_read_optional(d / "precondition.json"),
+                rounds=rounds,
+                result=_read_optional(d / "result.json"),
+            )
+        )
+    return RunData(root=root, manifest=manifest, tests=tests)

@@ -1,0 +1,114 @@
+"""Summaries of a stored run for people (``tkbench show``) and scripts (``--json``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .engine import segment_verdicts
+from .store import RunData, TestData
+from .units import format_duration, human_bytes
+
+
+def test_summary(t: TestData) -> dict[str, Any]:
+    plan = t.plan
+    verdicts = segment_verdicts(plan, t.rounds)
+    kind = plan.get("kind", "steady")
+    reached = bool(verdicts) and all(v.reached for v in verdicts.values())
+    window = list(next(iter(verdicts.values())).rounds) if reached and verdicts else []
+    tracking: dict[str, list[float]] = {label: [] for label in plan.get("tracking", [])}
+    for r in t.rounds:
+        for label in tracking:
+            if label in r.get("tracking", {}):
+                tracking[label].append(float(r["tracking"][label]))
+    status = "complete" if t.finished else ("running or interrupted" if t.rounds else "started")
+    return {
+        "name": t.name,
+        "title": plan.get("title", t.name),
+        "kind": kind,
+        "status": status,
+        "steady_state": reached if kind == "steady" else None,
+        "rounds": len(t.rounds),
+        "window": window,
+        "tracking": tracking,
+        "round_numbers": [int(r["round"]) for r in t.rounds],
+        "segments": sorted({int(r.get("segment", 1)) for r in t.rounds}),
+        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+        "purge": t.purge,
+        "total_written_bytes": int(t.rounds[-1].get("total_written_bytes", 0)) if t.rounds else 0,
+    }
+
+
+def run_summary(run: RunData) -> dict[str, Any]:
+    m = run.manifest
+    return {
+        "run_dir": str(run.root),
+        "status": m.get("status"),
+        "profile": (m.get("profile") or {}).get("name"),
+        "target": (m.get("target") or {}).get("spec"),
+        "target_identity": (m.get("target") or {}).get("identity"),
+        "tkbench_version": m.get("tkbench_version"),
+        "fio_version": m.get("fio_version"),
+        "host": (m.get("host") or {}).get("hostname"),
+        "started": m.get("started"),
+        "ended": m.get("ended"),
+        "error": m.get("error"),
+        "resumes": m.get("resumes", []),
+        "tests": [test_summary(t) for t in run.tests],
+    }
+
+
+def _num(x: float) -> str:
+    """4 significant digits with thousands separators: 81,978 / 1,701 / 0.08676."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    ident = s.get("target_identity") or {}
+    lines = [
+        f"Run       {s['run_dir']}  [{s['status']}]",
+        f"Profile   {s['profile']}    tkbench {s['tkbench_version']}, {s['fio_version']}",
+        f"Target    {s['target']}  {ident.get('model', '')} "
+        f"{human_bytes(ident.get('capacity_bytes', 0))}",
+        f"Started   {_when(s['started'])}   ended {_when(s['ended'])}"
+        + (
+            f"   ({format_duration(s['ended'] - s['started'])})"
+            if s.get("ended") and s.get("started")
+            else ""
+        ),
+    ]
+    if s.get("error"):
+        lines.append(f"Error     {s['error']}")
+    for r in s.get("resumes", []):
+        lines.append(f"Resumed   {_when(r.get('at'))}: test {r.get('test')}, {r.get('action')}")
+    for t in s["tests"]:
+        lines.append("")
+        if t["kind"] == "steady":
+            verdict = (
+                f"steady state in rounds {t['window'][0]}-{t['window'][-1]}"
+                if t["steady_state"]
+                else "steady state not reached"
+            )
+        elif t["kind"] == "saturation":
+            verdict = f"{human_bytes(t['total_written_bytes'])} written"
+        else:
+            verdict = "fixed repetitions"
+        lines.append(
+            f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
+        )
+        for label, values in t["tracking"].items():
+            v = t["verdicts"].get(label)
+            tail = ", ".join(_num(x) for x in values[-8:])
+            more = "... " if len(values) > 8 else ""
+            lines.append(f"  {label:<22} {more}{tail}")
+            if v:
+                lines.append(
+                    f"  {'':<22} window mean {_num(v['mean'])}, excursion "
+                    f"{v['excursion_ratio']:.1%} (<= {v['max_excursion']:.0%}), slope excursion "
+                    f"{v['slope_excursion_ratio']:.1%} (<= {v['max_slope_excursion']:.0%})"
+                )
+    return "\n".join(lines)

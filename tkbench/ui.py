@@ -1,0 +1,166 @@
+"""Progress for people: rich progress bars on a terminal, timestamped log lines otherwise."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from .units import format_duration, human_bytes
+
+
+def _stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+class LogProgress:
+    """One structured, timestamped line per event (for logs and CI)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"{_stamp()} {text}\n")
+        self.stream.flush()
+
+    def event(self, kind: str, **info: Any) -> None:
+        test: Any = info.get("test")
+        name = getattr(test, "name", "")
+        if kind == "run_started":
+            plan = info["plan"]
+            lo, hi = plan.estimate()
+            self._line(
+                f"run start dir={info['run_dir']} profile={plan.profile.name} "
+                f"tests={','.join(t.name for t in plan.tests)} "
+                f"estimate={format_duration(lo)}..{format_duration(hi)}"
+            )
+        elif kind == "test_started":
+            self._line(f"test start name={name} rounds_done={info.get('rounds_done', 0)}")
+        elif kind == "test_resumed":
+            self._line(
+                f"test resume name={name} action={info['action']} rounds_kept={info['rounds']}"
+            )
+        elif kind == "test_skipped":
+            self._line(f"test skip name={name} reason={info['reason']!r}")
+        elif kind == "phase":
+            extra = f" bytes={info['bytes']}" if "bytes" in info else ""
+            self._line(f"phase name={name} phase={info['phase']}{extra}")
+        elif kind == "round_started":
+            self._line(
+                f"round start test={name} round={info['round']} seconds={info['seconds']:.1f}"
+            )
+        elif kind == "round_done":
+            vals = " ".join(f"{k.replace(' ', '_')}={v:.4g}" for k, v in info["tracking"].items())
+            steady = info.get("verdicts") or {}
+            state = "steady" if steady and all(v.reached for v in steady.values()) else "not-steady"
+            self._line(f"round done test={name} round={info['round']} {vals} state={state}")
+        elif kind == "test_done":
+            self._line(f"test done name={name} result={info['result']['summary']!r}")
+        elif kind == "run_done":
+            self._line(f"run done status={info['manifest'].get('status')}")
+
+
+class RichProgress:
+    """Bars with ETA per run, test and round on a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.console = Console(stderr=True)
+        self.bars = Progress(
+            TextColumn("{task.description:<34}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=self.console,
+            transient=False,
+        )
+        self.run_task: Any = None
+        self.test_task: Any = None
+        self.round_task: Any = None
+        self._round_start = 0.0
+        self._round_len = 0.0
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._plan: Any = None
+        self._done_tests = 0
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.25):
+            if self.round_task is not None and self._round_len > 0:
+                el = min(time.monotonic() - self._round_start, self._round_len)
+                self.bars.update(self.round_task, completed=el)
+
+    def event(self, kind: str, **info: Any) -> None:
+        test: Any = info.get("test")
+        if kind == "run_started":
+            self._plan = info["plan"]
+            self.bars.start()
+            self.console.print(f"[bold]tkbench[/] run directory: {info['run_dir']}")
+            self.run_task = self.bars.add_task("run", total=len(self._plan.tests), info="")
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
+        elif kind == "test_started":
+            if self.test_task is not None:
+                self.bars.remove_task(self.test_task)
+            self.test_task = self.bars.add_task(
+                f"{test.title}",
+                total=test.max_rounds,
+                completed=info.get("rounds_done", 0),
+                info=f"up to {test.max_rounds} rounds",
+            )
+        elif kind == "test_resumed":
+            self.console.print(
+                f"resuming {test.name}: {info['action']} ({info['rounds']} round(s) kept)"
+            )
+        elif kind == "test_skipped":
+            self.console.print(f"{test.name}: {info['reason']}")
+            self._advance_run()
+        elif kind == "phase":
+            extra = f" {human_bytes(info['bytes'])}" if "bytes" in info else ""
+            self.bars.update(self.test_task, info=f"{info['phase']}{extra}")
+        elif kind == "round_started":
+            if self.round_task is None:
+                self.round_task = self.bars.add_task("round", total=1, info="")
+            self._round_start = time.monotonic()
+            self._round_len = max(info["seconds"], 0.01)
+            self.bars.reset(
+                self.round_task,
+                total=self._round_len,
+                description=f"  round {info['round']}",
+                info="",
+            )
+        elif kind == "round_done":
+            vals = ", ".join(f"{k} {v:,.1f}" for k, v in info["tracking"].items())
+            verdicts = info.get("verdicts") or {}
+            steady = bool(verdicts) and all(v.reached for v in verdicts.values())
+            self.bars.update(self.test_task, advance=1, info=("steady " if steady else "") + vals)
+            self.console.print(f"  {test.name} round {info['round']}: {vals}")
+        elif kind == "test_done":
+            self.console.print(f"[bold]{test.title}[/]: {info['result']['summary']}")
+            self.bars.update(self.test_task, completed=test.max_rounds)
+            self._advance_run()
+        elif kind == "run_done":
+            self.close()
+
+    def _advance_run(self) -> None:
+        if self.run_task is not None:
+            self.bars.update(self.run_task, advance=1)
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            self.bars.stop()
