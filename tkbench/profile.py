@@ -447,10 +447,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
-        if re.fullmatch(r"[A-Za-z0-9_.:/+-]+", raw):
-            value = raw  # bare word such as 4k, 60s, pts-e
-        else:
-            raise ProfileError(f"--set {key}: cannot read value {raw!r}") from None
+        value = raw  # a bare string such as 4k, 60s or Lab 3; validation checks its type
     return key, value
 
 
@@ -502,14 +499,21 @@ def _check_override_key(data: dict[str, Any], parts: list[str], key: str) -> Non
 def load(name_or_path: str, overrides: Iterable[str] = ()) -> Profile:
     """Load, merge, override and validate a profile."""
     data, path = load_raw(name_or_path)
-    data = apply_overrides(data, list(overrides))
-    return build(data, str(path))
+    overrides = list(overrides)
+    data = apply_overrides(data, overrides)
+    return build(data, str(path), {parse_override(o)[0] for o in overrides})
 
 
-def build(data: dict[str, Any], source: str) -> Profile:
-    """Validate merged profile data into a :class:`Profile`."""
+def build(data: dict[str, Any], source: str, overridden: set[str] | None = None) -> Profile:
+    """Validate merged profile data into a :class:`Profile`.
+
+    Errors about keys in ``overridden`` name the ``--set`` option, others the file.
+    """
+    overridden = overridden or set()
 
     def err(key: str, why: str) -> ProfileError:
+        if key in overridden:
+            return ProfileError(f"--set {key}: {why}")
         return ProfileError(f"{source}: key '{key}': {why}")
 
     for key in data:

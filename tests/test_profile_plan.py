@@ -1,0 +1,261 @@
+"""Profiles, plans and job files (pure, no fio)."""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+
+import pytest
+
+from tkbench import jobfile, plan, profile
+from tkbench.errors import ProfileError
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+def test_pts_e_matrix_and_defaults() -> None:
+    p = profile.load("pts-e")
+    iops = p.test("iops")
+    assert len(iops.mixes) * len(iops.block_sizes) == 56
+    assert [m.label for m in iops.mixes] == [
+        "100/0",
+        "95/5",
+        "65/35",
+        "50/50",
+        "35/65",
+        "5/95",
+        "0/100",
+    ]
+    assert iops.point_runtime == 60.0
+    assert [t.label for t in iops.tracking] == [
+        "iops 4k 0/100",
+        "iops 64k 65/35",
+        "iops 1024k 100/0",
+    ]
+    assert p.workload.numjobs == 4 and p.workload.iodepth == 32
+    assert p.workload.active_range == 100.0
+    assert p.rounds.max == 25 and p.rounds.window == 5
+    lat = p.test("latency")
+    assert (lat.workload.numjobs, lat.workload.iodepth) == (1, 1)
+    assert lat.percentiles == (99.0, 99.9, 99.99, 99.999)
+    wsat = p.test("wsat")
+    assert wsat.kind == "saturation" and wsat.stop_written_multiple == 4.0
+    assert wsat.max_duration == 86400.0
+
+
+def test_pts_c_extends_pts_e() -> None:
+    p = profile.load("pts-c")
+    assert p.workload.active_range == 75.0
+    assert (p.workload.numjobs, p.workload.iodepth) == (2, 16)
+    # inherited test, with the client load resolved into it
+    assert p.test("iops").workload.numjobs == 2
+    # the latency test keeps its own 1 x 1
+    assert p.test("latency").workload.iodepth == 1
+
+
+def test_set_overrides() -> None:
+    p = profile.load(
+        "quick",
+        [
+            "rounds.max=30",
+            "tests.iops.point_runtime=0.5s",
+            "workload.iodepth=4",
+            "report.operator=Lab 3",
+        ],
+    )
+    assert p.test("iops").rounds.max == 12  # the test's own table wins over the global one
+    assert p.test("latency").rounds.max == 8
+    assert p.test("wsat").rounds.max == 30
+    assert p.test("iops").point_runtime == 0.5
+    assert p.test("iops").workload.iodepth == 4
+    assert p.report.operator == "Lab 3"
+    p2 = profile.load("quick", ["tests.iops.rounds.max=3", "tests.iops.rounds.window=3"])
+    assert p2.test("iops").rounds.max == 3
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("rounds.maxx=3", "--set rounds.maxx: unknown key"),
+        ("rounds.max=abc", "--set rounds.max: expected an integer, got a string"),
+        ("rounds.max=0", "out of range"),
+        ("workload.iodepth=true", "expected an integer, got a boolean"),
+        ("tests.nope.mixes=[]", "unknown test 'nope'"),
+        ('tests.iops.block_sizes=["1000"]', "not a multiple of 512"),
+        ('tests.iops.mixes=["60/30"]', "not a R/W mix"),
+        ('tests.iops.tracking=["iops 8k 0/100"]', "is not a point of the test"),
+        ("rounds.window=40", "exceeds rounds.max"),
+        ("purge.method=magic", "is not one of"),
+        ("noequals", "expected KEY=VALUE"),
+        ("workload.active_range=0", "out of range"),
+        ("tests.iops.point_runtime=fast", "not a duration"),
+    ],
+)
+def test_bad_overrides_name_the_key(override: str, message: str) -> None:
+    with pytest.raises(ProfileError) as exc:
+        profile.load("quick", [override])
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def _write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name = 'x'\n[tests.a]\nkind='steady'\n", "key 'tests.a.mixes': missing"),
+        ("[workload]\nnumjobs = -1\n", "key 'workload.numjobs'"),
+        ("[workload]\nbogus = 1\n", "key 'workload.bogus': unknown key"),
+        ("colour = 'red'\n", "key 'colour': unknown key"),
+        ("[tests.a]\nmixes=['0/100']\nblock_sizes=['4k']\n", "needs tracking variables"),
+        ("this is not toml", "TOML syntax error"),
+        ("extends = 'nonexistent-profile'\n", "unknown profile 'nonexistent-profile'"),
+    ],
+)
+def test_bad_profile_files(tmp_path: Path, text: str, message: str) -> None:
+    f = _write(tmp_path, text)
+    with pytest.raises(ProfileError) as exc:
+        profile.load(str(f))
+    assert message in str(exc.value)
+    assert str(f.name) in str(exc.value) or "nonexistent" in message
+
+
+def test_extends_cycle(tmp_path: Path) -> None:
+    _write(tmp_path, "extends = 'b.toml'\n", "a.toml")
+    _write(tmp_path, "extends = 'a.toml'\n", "b.toml")
+    with pytest.raises(ProfileError, match="cycle"):
+        profile.load(str(tmp_path / "a.toml"))
+
+
+def test_fixed_profile_without_steady_state(tmp_path: Path) -> None:
+    f = _write(
+        tmp_path,
+        "extends = 'quick'\n[tests.iops]\nenabled = false\n[tests.throughput]\nenabled = false\n"
+        "[tests.latency]\nenabled = false\n[tests.wsat]\nenabled = false\n"
+        "[tests.recipe]\nkind = 'fixed'\nrepeat = 3\nmixes = ['70/30']\nblock_sizes = ['4k']\n"
+        "point_runtime = '1s'\npurge = false\nprecondition = false\n",
+    )
+    p = profile.load(str(f))
+    assert [t.name for t in p.tests] == ["recipe"]
+    pl = plan.build(p, plan.TargetInfo("f", "file", 64 * MiB))
+    assert pl.tests[0].min_rounds == pl.tests[0].max_rounds == 3
+
+
+def test_plan_pts_e_on_a_512_device() -> None:
+    p = profile.load("pts-e")
+    pl = plan.build(p, plan.TargetInfo("/dev/x", "block", 400 * GiB, 512))
+    names = [t.name for t in pl.tests]
+    assert names == ["iops", "throughput-1024k", "throughput-128k", "latency", "wsat"]
+    iops = pl.tests[0]
+    assert len(iops.points) == 56
+    assert iops.round_seconds == 56 * 60
+    assert iops.precondition is not None
+    assert iops.precondition.total_bytes == 2 * iops.active_bytes
+    assert iops.precondition.bs == 128 * 1024
+    tp = pl.tests[1]
+    assert [pt.bs for pt in tp.points] == [1024 * 1024, 1024 * 1024]
+    assert [t.label for t in tp.tracking] == ["bw 1024k 0/100"]
+    assert tp.precondition is not None and tp.precondition.bs == 1024 * 1024
+    lo, hi = pl.estimate()
+    assert lo < hi
+    assert hi > 24 * 3600  # 25 IOPS rounds of 56 minutes alone are ~23 h
+
+
+def test_plan_4kn_drops_512_but_keeps_tracking() -> None:
+    p = profile.load("pts-e")
+    pl = plan.build(p, plan.TargetInfo("/dev/x", "block", 400 * GiB, 4096))
+    iops = pl.tests[0]
+    assert len(iops.points) == 49
+    assert all(pt.bs % 4096 == 0 for pt in iops.points)
+    # TKperf tracked 8k here; the intended variables stay
+    assert [t.label for t in iops.tracking] == [
+        "iops 4k 0/100",
+        "iops 64k 65/35",
+        "iops 1024k 100/0",
+    ]
+    assert any("512 point(s) dropped" in n for n in iops.notes)
+    lat = next(t for t in pl.tests if t.name == "latency")
+    assert [t.label for t in lat.tracking] == ["lat_mean 4k 0/100"]
+
+
+def test_pts_c_active_range() -> None:
+    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
+    assert pl.tests[0].active_bytes == 75 * GiB
+
+
+def test_describe_shows_points_and_estimate() -> None:
+    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    text = plan.describe(pl)
+    assert "p005_4k_0-100" in text
+    assert "Estimated duration" in text
+    assert "steady state of iops 4k 0/100, iops 64k 65/35" in text
+
+
+def _parse_jobfile(text: str) -> configparser.ConfigParser:
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read_string(text)
+    return cp
+
+
+def test_round_jobfile_sections_and_handoff() -> None:
+    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    t = pl.tests[0]
+    h = jobfile.Handoff("/run dir/.scratch/h")
+    text = jobfile.render_round(
+        t.points,
+        {"ioengine": "libaio", "filename": "/t"},
+        active_bytes=t.active_bytes,
+        percentiles=(99, 99.99),
+        handoff=h,
+    )
+    cp = _parse_jobfile(text)
+    sections = [s for s in cp.sections() if s != "global"]
+    assert sections == [p.job_name for p in t.points]
+    g = cp["global"]
+    assert g["size"] == str(t.active_bytes) and g["group_reporting"] == "1"
+    assert g["percentile_list"] == "99:99.99"
+    first, second, last = cp[sections[0]], cp[sections[1]], cp[sections[-1]]
+    assert "exec_prerun" not in first  # nothing precedes the first point
+    assert "exec_postrun" not in last  # nothing follows the last one
+    assert "'/run dir/.scratch/h'" in second["exec_prerun"]  # quoted for sh
+    assert second["exec_prerun"].split()[-3:-1] == ["0", str(t.points[0].numjobs)]
+    assert first["exec_postrun"].startswith(": > '/run dir/.scratch/h'/done.0.")
+    assert first["rw"] == "randread" and cp[sections[1]]["rwmixread"] == "65"
+    # threads of each later point come up before the previous one ends
+    d1 = int(second["startdelay"].removesuffix("ms"))
+    assert d1 < int(first["runtime"].removesuffix("ms"))
+
+
+def test_sequential_points_give_each_job_a_slice() -> None:
+    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    tp = pl.tests[1]
+    text = jobfile.render_round(tp.points, {"filename": "/d"}, active_bytes=tp.active_bytes)
+    cp = _parse_jobfile(text)
+    sec = cp[tp.points[0].job_name]
+    assert int(sec["size"]) * 4 == tp.active_bytes
+    assert sec["offset_increment"] == sec["size"]
+
+
+def test_precondition_jobfile_covers_twice_the_range_in_slices() -> None:
+    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    pre = pl.tests[0].precondition
+    assert pre is not None
+    text = jobfile.render_precondition(
+        pre, {"filename": "/d"}, active_bytes=pl.tests[0].active_bytes
+    )
+    cp = _parse_jobfile(text)
+    job = cp["precondition"]
+    assert job["rw"] == "write" and job["bs"] == str(128 * 1024)
+    assert int(job["io_size"]) * int(job["numjobs"]) == pre.total_bytes
+    assert int(job["size"]) * int(job["numjobs"]) == pl.tests[0].active_bytes
+
+
+def test_filename_colon_is_escaped_and_newlines_refused() -> None:
+    assert jobfile.filename_value("/dev/disk/by-id/a:b") == "/dev/disk/by-id/a\\:b"
+    with pytest.raises(ValueError):
+        jobfile.filename_value("/tmp/a\nrw=write")
