@@ -1,0 +1,55 @@
+"""Everything tkbench does on a real drive before the first fio round.
+
+* :func:`identify` / :func:`health` -- who the drive is, how it is doing;
+* :func:`check_target` / :func:`confirm` -- refuse busy, system or data-holding
+  targets and demand the drive's serial before destroying it;
+* :class:`DeviceLock` -- one run per device;
+* :func:`purge` -- secure erase (Format NVM, Sanitize, ATA Security Erase,
+  sg_format) or, when allowed, a non-compliant ``blkdiscard`` fallback;
+* :func:`list_devices` / :func:`format_devices` -- ``tkbench devices``.
+
+The caller's order for a destructive run: lock, check_target, confirm, purge.
+"""
+
+from __future__ import annotations
+
+from .health import HealthSnapshot, health
+from .identify import INTERFACES, AtaSecurity, DeviceIdentity, NvmeCaps, identify
+from .listing import DeviceRow, format_devices, list_devices
+from .lock import DeviceLock, default_lock_dir
+from .purge import (
+    ATA_TEMP_PASSWORD,
+    METHODS,
+    PurgeError,
+    PurgeFailed,
+    PurgeRecord,
+    PurgeUnsupported,
+    purge,
+)
+from .safety import Refusal, check_target, confirm, refusal_reasons
+
+__all__ = [
+    "ATA_TEMP_PASSWORD",
+    "INTERFACES",
+    "METHODS",
+    "AtaSecurity",
+    "DeviceIdentity",
+    "DeviceLock",
+    "DeviceRow",
+    "HealthSnapshot",
+    "NvmeCaps",
+    "PurgeError",
+    "PurgeFailed",
+    "PurgeRecord",
+    "PurgeUnsupported",
+    "Refusal",
+    "check_target",
+    "confirm",
+    "default_lock_dir",
+    "format_devices",
+    "health",
+    "identify",
+    "list_devices",
+    "purge",
+    "refusal_reasons",
+]
