@@ -165,6 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list the bundled profiles")
     p.set_defaults(func=cmd_profiles)
 
+    p = sub.add_parser(
+        "devices",
+        help="list block devices, the ID to confirm each with, and why any would be refused",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_devices)
+
     _register_optional(sub)
     return ap
 
@@ -173,7 +180,7 @@ def _register_optional(sub: Any) -> None:
     """Subcommands that live in their own modules."""
     import importlib
 
-    for module in (".emulator.cli", ".device.cli", ".report.cli"):
+    for module in (".emulator.cli", ".report.cli"):
         try:
             mod = importlib.import_module(module, __package__)
         except ImportError:
@@ -188,6 +195,17 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     for name in profilemod.available():
         prof = profilemod.load(name)
         print(f"{name:<10} {prof.description}")
+    return 0
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from .device import format_devices, list_devices
+
+    rows = list_devices()
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=1))
+    else:
+        print(format_devices(rows))
     return 0
 
 
@@ -215,40 +233,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if not args.no_jobs:
         handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
         for t in plan.tests:
-            wl = t.spec.workload
             opts = dict(fio_opts)
-            if wl.ioengine != "auto" and "uri" not in opts:
-                opts["ioengine"] = wl.ioengine
+            if t.spec.workload.ioengine != "auto" and "uri" not in opts:
+                opts["ioengine"] = t.spec.workload.ioengine
             if t.precondition:
                 print(f"\n### {t.name}: preconditioning job file")
-                print(
-                    jobfile.render_precondition(
-                        t.precondition,
-                        opts,
-                        active_bytes=t.active_bytes,
-                        data_pattern=wl.data_pattern,
-                        direct=wl.direct,
-                    ),
-                    end="",
-                )
+                print(jobfile.precondition_jobfile(t, opts), end="")
             print(f"\n### {t.name}: job file of every round")
-            print(
-                jobfile.render_round(
-                    t.points,
-                    opts,
-                    active_bytes=t.active_bytes,
-                    data_pattern=wl.data_pattern,
-                    direct=wl.direct,
-                    percentiles=t.spec.percentiles,
-                    handoff=handoff,
-                    extra_global={"lat_percentiles": True},
-                ),
-                end="",
-            )
+            print(jobfile.round_jobfile(t, opts, handoff), end="")
     return 0
-
-
-_stop_requested = False
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -54,6 +54,7 @@ class EngineOptions:
     resume_gap: float = 300.0  # seconds of idle after which a resumed test re-preconditions
     fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
+    fio_extra: dict[str, object] = field(default_factory=dict)  # extra [global] options
 
 
 def host_info() -> dict[str, Any]:
@@ -279,13 +280,7 @@ class Engine:
         assert pre is not None
         wl = test.spec.workload
         self.progress.event("phase", test=test, phase="precondition", bytes=pre.total_bytes)
-        text = jobfile.render_precondition(
-            pre,
-            self.target.fio_options(wl.ioengine),
-            active_bytes=test.active_bytes,
-            data_pattern=wl.data_pattern,
-            direct=wl.direct,
-        )
+        text = jobfile.precondition_jobfile(test, self.target.fio_options(wl.ioengine))
         limit = self.plan.profile.precondition.max_duration
         # generous: at 1 MB/s per GB of capacity this still ends (a real drive is far faster)
         planned = limit or max(3600.0, pre.total_bytes / 1e6)
@@ -307,16 +302,11 @@ class Engine:
         )
 
     def _round_text(self, test: PlannedTest, handoff: jobfile.Handoff | None) -> str:
-        wl = test.spec.workload
-        return jobfile.render_round(
-            test.points,
-            self.target.fio_options(wl.ioengine),
-            active_bytes=test.active_bytes,
-            data_pattern=wl.data_pattern,
-            direct=wl.direct,
-            percentiles=test.spec.percentiles,
-            handoff=handoff,
-            extra_global={"lat_percentiles": True},
+        return jobfile.round_jobfile(
+            test,
+            self.target.fio_options(test.spec.workload.ioengine),
+            handoff,
+            self.options.fio_extra,
         )
 
     def _rounds(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> None:

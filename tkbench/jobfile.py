@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .plan import Point, Precondition
+from .plan import PlannedTest, Point, Precondition
 from .units import fio_duration
 
 # Nominal idle time between points when fio schedules them by startdelay alone.
@@ -231,3 +231,40 @@ def render_precondition(
     lines.append("")
     lines += _section("precondition", job)
     return "\n".join(lines) + "\n"
+
+
+def round_jobfile(
+    test: PlannedTest,
+    target_options: Mapping[str, object],
+    handoff: Handoff | None,
+    extra_global: Mapping[str, object] | None = None,
+) -> str:
+    """The job file of one round of a planned test, as the engine runs it."""
+    wl = test.spec.workload
+    extra: dict[str, object] = {"lat_percentiles": True}
+    if extra_global:
+        extra.update(extra_global)
+    return render_round(
+        test.points,
+        target_options,
+        active_bytes=test.active_bytes,
+        data_pattern=wl.data_pattern,
+        direct=wl.direct,
+        percentiles=test.spec.percentiles,
+        handoff=handoff,
+        extra_global=extra,
+    )
+
+
+def precondition_jobfile(test: PlannedTest, target_options: Mapping[str, object]) -> str:
+    """The preconditioning job file of a planned test (which must have one)."""
+    if test.precondition is None:
+        raise ValueError(f"test {test.name} has no preconditioning")
+    wl = test.spec.workload
+    return render_precondition(
+        test.precondition,
+        target_options,
+        active_bytes=test.active_bytes,
+        data_pattern=wl.data_pattern,
+        direct=wl.direct,
+    )

@@ -18,25 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .device.purge import METHODS as _DEVICE_METHODS
 from .errors import ProfileError
 from .units import format_size, parse_duration, parse_size
 
 KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
 METRICS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms"}
-PURGE_METHODS = (
-    "auto",
-    "nvme-format",
-    "nvme-format-crypto",
-    "nvme-sanitize-block",
-    "nvme-sanitize-crypto",
-    "nvme-sanitize-overwrite",
-    "ata-erase",
-    "scsi-format",
-    "scsi-sanitize",
-    "discard",
-    "none",
-)
+
+
+def purge_methods() -> tuple[str, ...]:
+    return tuple(_DEVICE_METHODS)
+
+
+# "auto" picks the secure erase by interface; "none" skips the purge
+PURGE_METHODS = (*purge_methods(), "none")
 DATA_PATTERNS = ("random", "zero")
 
 

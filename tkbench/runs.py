@@ -69,20 +69,15 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     prof = profilemod.load(req.profile, req.overrides)
     runner = make_runner(req.fio_servers)
     fio_version = runner.version()
-    # a missing regular file is created only once everything else is valid
     target = open_target(req.target, size=req.size, create=True)
     plan = _plan(prof, target)
-    if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
-        check_direct_io(target.path)
-    target.check(force=req.force)
-    target.confirm(
-        confirm_id=req.confirm_id,
-        assume_yes=req.assume_yes,
-        interactive=req.interactive,
-        prompt=req.prompt,
-    )
     out = req.out or default_out(prof.name)
     with target.lock():
+        _guard(target, req)
+        # a missing regular file is created only once the guards passed
+        target.materialize()
+        if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
+            check_direct_io(target.path)
         store = RunStore.create(
             out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
         )
@@ -119,14 +114,8 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
     target = open_target(tspec, create=False)
     _same_target(m["target"], target)
     plan = _plan(prof, target)
-    target.check(force=req.force)
-    target.confirm(
-        confirm_id=req.confirm_id,
-        assume_yes=req.assume_yes,
-        interactive=req.interactive,
-        prompt=req.prompt,
-    )
     with target.lock():
+        _guard(target, req)
         store = RunStore.open(root)
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
@@ -139,6 +128,17 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
             EngineOptions(resume_gap=req.resume_gap, stop=req.stop),
         )
         return root, engine.run()
+
+
+def _guard(target: Target, req: RunRequest) -> None:
+    """Safety checks, then the operator's confirmation (under the device lock)."""
+    target.check(force=req.force)
+    target.confirm(
+        confirm_id=req.confirm_id,
+        assume_yes=req.assume_yes,
+        interactive=req.interactive,
+        prompt=req.prompt,
+    )
 
 
 def _same_target(stored: dict[str, Any], target: Target) -> None:

@@ -35,6 +35,8 @@ class Target:
     capacity: int
     logical_sector: int = 512
     identity: dict[str, Any] = field(default_factory=dict)
+    device: Any = None  # tkbench.device.DeviceIdentity for block devices
+    missing: bool = False  # a regular file still to be created (after the guards passed)
 
     def info(self) -> TargetInfo:
         return TargetInfo(self.spec, self.kind, self.capacity, self.logical_sector)
@@ -74,9 +76,10 @@ class Target:
             from .device import confirm
 
             confirm(
-                self.identity,
-                confirm_id=confirm_id,
-                assume_yes=assume_yes,
+                self.device,
+                confirm_id,
+                assume_yes,
+                True,
                 interactive=interactive,
                 prompt=prompt,
             )
@@ -100,6 +103,12 @@ class Target:
         with DeviceLock(self.path if self.kind != "nbd" else _nbd_socket(self.path)):
             yield
 
+    def materialize(self) -> None:
+        """Create a missing regular-file target at its size (sparse)."""
+        if self.missing:
+            _resize(Path(self.path), self.capacity, new=True)
+            self.missing = False
+
     # ------------------------------------------------------------ purge
     def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
         """Return the drive to a fresh state; the record of what was done."""
@@ -122,7 +131,7 @@ class Target:
         from .device import purge as device_purge
 
         record: dict[str, Any] = device_purge(
-            self.identity, method=method, allow_fallback=allow_fallback
+            self.device, method=method, allow_fallback=allow_fallback
         ).to_dict()
         return record
 
@@ -192,26 +201,27 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
         raise InputError(f"target {spec} is neither a regular file nor a block device")
     cap = st.st_size
     if size is not None and size != cap:
-        if not create:
-            raise InputError(
-                f"target {spec} is {human_bytes(cap)}, not the --size {human_bytes(size)} given"
-            )
-        _resize(path, size)
-        cap = size
+        raise InputError(
+            f"target {spec} is {human_bytes(cap)}, not the --size {human_bytes(size)} given "
+            "(tkbench does not resize existing files)"
+        )
     if cap <= 0:
         raise InputError(f"target {spec} is an empty file; give --size to set its size")
-    return Target(spec, "file", str(path.resolve()), cap, 512, _file_identity(path, cap))
+    resolved = path.resolve()
+    return Target(spec, "file", str(resolved), cap, 512, _file_identity(resolved, cap))
 
 
 def _create_file(path: Path, size: int | None) -> Target:
+    """A target for a file that does not exist yet; ``materialize()`` creates it."""
     if size is None:
         raise InputError(f"target {path} does not exist; give --size to create it")
     if size <= 0:
         raise InputError("--size must be positive")
     if not path.parent.is_dir():
         raise InputError(f"target {path}: directory {path.parent} does not exist")
-    _resize(path, size, new=True)
-    return Target(str(path), "file", str(path.resolve()), size, 512, _file_identity(path, size))
+    resolved = path.parent.resolve() / path.name
+    ident = _file_identity(resolved, size, path.parent)
+    return Target(str(path), "file", str(resolved), size, 512, ident, missing=True)
 
 
 def _resize(path: Path, size: int, new: bool = False) -> None:
@@ -238,11 +248,11 @@ def check_direct_io(path: str) -> None:
     os.close(fd)
 
 
-def _file_identity(path: Path, size: int) -> dict[str, Any]:
-    st_dev = path.stat().st_dev
+def _file_identity(path: Path, size: int, where: Path | None = None) -> dict[str, Any]:
+    st_dev = (where or path).stat().st_dev
     return {
         "kind": "file",
-        "path": str(path.resolve()),
+        "path": str(path),
         "model": "regular file",
         "serial": "unknown",
         "firmware": "unknown",
@@ -264,7 +274,7 @@ def _open_block(spec: str) -> Target:
     if cap <= 0:
         raise DeviceError(f"{spec}: cannot determine the device's capacity")
     sector = int(data.get("logical_sector") or 512)
-    return Target(spec, "block", os.path.realpath(spec), cap, sector, data)
+    return Target(spec, "block", os.path.realpath(spec), cap, sector, data, device=ident)
 
 
 def _open_nbd(spec: str, size: int | None) -> Target:

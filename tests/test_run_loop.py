@@ -1,0 +1,116 @@
+"""`tkbench run` on real loop devices: guards as the user meets them, and a real run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import FAST
+from tkbench import cli
+from tkbench.store import load_run
+
+MiB = 1024 * 1024
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root")
+
+
+@pytest.fixture
+def loopdev(tmp_path: Path) -> Iterator[str]:
+    backing = tmp_path / "backing.img"
+    with open(backing, "wb") as fh:
+        fh.truncate(32 * MiB)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["umount", dev], capture_output=True, check=False)
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def _digest(dev: str) -> str:
+    with open(dev, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _run_args(dev: str, out: Path, *extra: str) -> list[str]:
+    args = ["run", "--profile", "quick", "--target", dev, "--out", str(out), "--no-report", *extra]
+    for o in [
+        *FAST,
+        "tests.iops.rounds.max=2",
+        "tests.iops.rounds.window=2",
+        "tests.throughput.enabled=false",
+        "tests.latency.enabled=false",
+        "tests.wsat.enabled=false",
+    ]:
+        args += ["--set", o]
+    return args
+
+
+def _one_line_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_block_device_needs_confirm_with_its_kernel_name(
+    loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open(loopdev, "r+b") as fh:
+        fh.write(b"precious" * 512)
+        fh.flush()
+        os.fsync(fh.fileno())
+    before = _digest(loopdev)
+    # --yes is not enough for a block device
+    assert cli.main(_run_args(loopdev, tmp_path / "a", "--yes")) == 3
+    assert "confirm" in _one_line_error(capsys.readouterr().err).lower()
+    # a wrong ID is refused
+    assert cli.main(_run_args(loopdev, tmp_path / "b", "--confirm", "loop999")) == 3
+    _one_line_error(capsys.readouterr().err)
+    assert _digest(loopdev) == before
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    # the right one runs, and the fallback purge is recorded as not PTS-compliant
+    name = Path(loopdev).name
+    assert cli.main(_run_args(loopdev, tmp_path / "ok", "--confirm", name)) == 0
+    t = load_run(tmp_path / "ok").test("iops")
+    assert t.purge is not None and t.purge["method"] == "blkdiscard"
+    assert t.purge["pts_compliant"] is False
+    assert len(t.rounds) == 2
+    assert _digest(loopdev) != before
+
+
+def test_formatted_device_needs_force_and_mounted_is_always_refused(
+    loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
+    before = _digest(loopdev)
+    name = Path(loopdev).name
+    assert cli.main(_run_args(loopdev, tmp_path / "a", "--confirm", name)) == 3
+    assert "--force" in _one_line_error(capsys.readouterr().err)
+    assert _digest(loopdev) == before
+    # (mounting changes the superblock itself, so the bytes are compared before that)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", loopdev, str(mnt)], check=True)
+    try:
+        assert cli.main(_run_args(loopdev, tmp_path / "b", "--confirm", name, "--force")) == 3
+        assert "mounted" in _one_line_error(capsys.readouterr().err)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert not (tmp_path / "b").exists()
+
+
+def test_plan_touches_nothing(loopdev: str, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _digest(loopdev)
+    assert cli.main(["plan", "--profile", "pts-e", "--target", loopdev]) == 0
+    out = capsys.readouterr().out
+    assert "p055_512_0-100" in out  # 56 IOPS points on a 512-byte-sector device
+    assert "Estimated duration" in out
+    assert _digest(loopdev) == before
