@@ -17,16 +17,25 @@ benchmarks/round_overhead.py).  If a clone of point *i* dies without its
 marker, the wait ends after ``timeout`` seconds and the round fails on the
 job's error.
 
+The wait blocks on inotify (libc through ctypes) and so costs no CPU while
+the previous point runs; busy polling here took ~5 % of the IOPS of a
+CPU-bound device on a 2-core machine.  Where inotify is unavailable it polls
+every millisecond.
+
 Standard library only; started as ``python -S -I handoff.py ...``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import select
 import sys
 import time
 
-POLL = 0.0005
+POLL = 0.001
+IN_CREATE = 0x100
+IN_MOVED_TO = 0x80
 
 
 def count(directory: str, point: int) -> int:
@@ -34,14 +43,41 @@ def count(directory: str, point: int) -> int:
     return sum(1 for name in os.listdir(directory) if name.startswith(prefix))
 
 
+def _inotify(directory: str) -> int | None:
+    """An inotify descriptor watching ``directory`` for new files, or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = int(libc.inotify_init1(os.O_CLOEXEC))
+        if fd < 0:
+            return None
+        if libc.inotify_add_watch(fd, os.fsencode(directory), IN_CREATE | IN_MOVED_TO) < 0:
+            os.close(fd)
+            return None
+        return fd
+    except (OSError, AttributeError):
+        return None
+
+
 def wait(directory: str, prev_point: int, clones: int, timeout: float) -> bool:
     """Block until ``clones`` markers of ``prev_point`` exist; False on timeout."""
     limit = time.monotonic() + timeout
-    while count(directory, prev_point) < clones:
-        if time.monotonic() >= limit:
-            return False
-        time.sleep(POLL)
-    return True
+    fd = _inotify(directory)
+    try:
+        # the watch is in place before the first count: no marker can slip by
+        while count(directory, prev_point) < clones:
+            left = limit - time.monotonic()
+            if left <= 0:
+                return False
+            if fd is None:
+                time.sleep(min(POLL, left))
+                continue
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                os.read(fd, 65536)
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,54 @@
+# tkbench: the two set-up commands are `make demo` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 \
+        libpangoft2-1.0-0 util-linux e2fsprogs fdisk
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEMO_DIR ?= demo-run
+
+.PHONY: deps debs venv demo test lint typecheck pytest bench clean
+
+deps: debs venv
+
+# Debian packages: installed only when missing, so repeated runs need no network.
+debs:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(BIN)/tkbench
+
+$(BIN)/tkbench: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+# The demo: the quick profile on the bundled SSD emulator; ends with the PDF's path.
+demo: deps
+	$(BIN)/tkbench demo --out $(DEMO_DIR)
+
+lint: venv
+	$(BIN)/ruff check tkbench tests benchmarks
+	$(BIN)/ruff format --check tkbench tests benchmarks
+
+typecheck: venv
+	$(BIN)/mypy
+
+pytest: deps
+	$(BIN)/pytest
+
+test: deps lint typecheck pytest
+
+bench: deps
+	$(BIN)/python benchmarks/round_overhead.py
+	$(BIN)/python benchmarks/report_render.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
