@@ -205,6 +205,9 @@ class Engine:
             elif action == "re-precondition":
                 needs_purge = False
                 segment += 1
+            elif action == "new-segment":
+                needs_purge = needs_pre = False
+                segment += 1
             else:  # restart
                 rounds = []
                 self._discard_rounds(test)
@@ -240,7 +243,7 @@ class Engine:
             return "restart" if gap > self.options.resume_gap else "continue"
         if gap <= self.options.resume_gap:
             return "continue"
-        return "re-precondition" if test.precondition is not None else "continue-new-segment"
+        return "re-precondition" if test.precondition is not None else "new-segment"
 
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)

@@ -72,6 +72,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     target = open_target(req.target, size=req.size, create=True)
     plan = _plan(prof, target)
     out = req.out or default_out(prof.name)
+    RunStore.check_new(out)
     with target.lock():
         _guard(target, req)
         # a missing regular file is created only once the guards passed

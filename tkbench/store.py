@@ -125,8 +125,9 @@ class RunStore:
         self.root = Path(root)
 
     # ----------------------------------------------------------------- creation
-    @classmethod
-    def create(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
+    @staticmethod
+    def check_new(root: Path) -> None:
+        """Refuse a place where a new run directory cannot be made (creates nothing)."""
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise RunDirError(f"{root}: exists and is not a directory")
@@ -137,6 +138,16 @@ class RunStore:
             )
         if root.exists() and any(root.iterdir()):
             raise RunDirError(f"{root}: directory is not empty; choose another --out")
+        parent = root.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not os.access(parent, os.W_OK):
+            raise RunDirError(f"{root}: cannot create it here (no write permission in {parent})")
+
+    @classmethod
+    def create(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
+        root = Path(root)
+        cls.check_new(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

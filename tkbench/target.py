@@ -282,7 +282,11 @@ def _open_nbd(spec: str, size: int | None) -> Target:
 
     if size is not None:
         raise InputError("--size applies to regular files only, not to NBD targets")
-    info = nbd.export_info(spec)
+    try:
+        info = nbd.export_info(spec)
+    except DeviceError as exc:
+        # an unreachable target is a wrong argument, not a device failure mid-run
+        raise InputError(f"target {spec}: {exc} (is the NBD server or emulator running?)") from None
     sector = max(512, int(getattr(info, "min_block", 512) or 512))
     ident: dict[str, Any] = {
         "kind": "nbd",

@@ -1,0 +1,174 @@
+"""Malformed input: every case exits 2 with one line on stderr and no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tkbench import cli
+from tkbench.store import SCHEMA
+
+
+def _setup_none(tmp: Path) -> None:
+    pass
+
+
+def _write(name: str, text: str) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text)
+
+    return make
+
+
+def _run_dir(manifest: object, extra: dict[str, str] | None = None) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        d = tmp / "run"
+        d.mkdir()
+        (d / "manifest.json").write_text(
+            manifest if isinstance(manifest, str) else json.dumps(manifest)
+        )
+        for rel, text in (extra or {}).items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+
+    return make
+
+
+GOOD_MANIFEST = {"kind": "tkbench-run", "schema": SCHEMA, "status": "complete", "tests": ["iops"]}
+RUN = ["run", "--target", "{tmp}/t.img", "--size", "16M", "--yes", "--no-report"]
+
+CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
+    ("no command", [], _setup_none),
+    ("unknown command", ["frobnicate"], _setup_none),
+    ("unknown option", ["run", "--bogus"], _setup_none),
+    ("run without target", ["run", "--yes"], _setup_none),
+    ("plan without target", ["plan"], _setup_none),
+    ("unknown profile", [*RUN, "--profile", "no-such-profile"], _setup_none),
+    ("missing profile file", [*RUN, "--profile", "{tmp}/nope.toml"], _setup_none),
+    ("profile syntax error", [*RUN, "--profile", "{tmp}/p.toml"], _write("p.toml", "[x\n")),
+    (
+        "profile unknown key",
+        [*RUN, "--profile", "{tmp}/p.toml"],
+        _write("p.toml", "extends = 'quick'\n[workload]\nspeed = 3\n"),
+    ),
+    (
+        "profile wrong type",
+        [*RUN, "--profile", "{tmp}/p.toml"],
+        _write("p.toml", "extends = 'quick'\n[rounds]\nmax = '25'\n"),
+    ),
+    (
+        "profile impossible value",
+        [*RUN, "--profile", "{tmp}/p.toml"],
+        _write("p.toml", "extends = 'quick'\n[rounds]\nwindow = 50\n"),
+    ),
+    (
+        "profile bad mix",
+        [*RUN, "--profile", "{tmp}/p.toml"],
+        _write("p.toml", "extends = 'quick'\n[tests.iops]\nmixes = ['70/20']\n"),
+    ),
+    (
+        "profile extends itself",
+        [*RUN, "--profile", "{tmp}/p.toml"],
+        _write("p.toml", "extends = 'p.toml'\n"),
+    ),
+    ("--set without =", [*RUN, "--set", "rounds.max"], _setup_none),
+    ("--set unknown key", [*RUN, "--set", "rounds.maximum=3"], _setup_none),
+    ("--set unknown test", [*RUN, "--set", "tests.foo.repeat=3"], _setup_none),
+    ("--set wrong type", [*RUN, "--set", "workload.direct=maybe"], _setup_none),
+    ("--set impossible value", [*RUN, "--set", "rounds.max=-1"], _setup_none),
+    ("--set bad tracking", [*RUN, "--set", 'tests.iops.tracking=["speed 4k 0/100"]'], _setup_none),
+    ("--set bad block size", [*RUN, "--set", 'tests.iops.block_sizes=["4x"]'], _setup_none),
+    ("bad --size", ["run", "--target", "{tmp}/t.img", "--size", "lots", "--yes"], _setup_none),
+    ("zero --size", ["run", "--target", "{tmp}/t.img", "--size", "0", "--yes"], _setup_none),
+    ("missing file without --size", ["run", "--target", "{tmp}/absent.img", "--yes"], _setup_none),
+    ("target is a directory", ["run", "--target", "{tmp}", "--yes"], _setup_none),
+    (
+        "target in a missing directory",
+        ["run", "--target", "{tmp}/no/such/dir/t.img", "--size", "16M", "--yes"],
+        _setup_none,
+    ),
+    (
+        "unreachable NBD target",
+        ["run", "--target", "nbd+unix:///?socket={tmp}/none.sock", "--yes"],
+        _setup_none,
+    ),
+    ("malformed NBD URI", ["run", "--target", "nbd+unix:///?sock={tmp}/x", "--yes"], _setup_none),
+    (
+        "existing file, other --size",
+        ["run", "--target", "{tmp}/f.img", "--size", "32M", "--yes"],
+        _write("f.img", "x" * 4096),
+    ),
+    ("--out is a file", [*RUN, "--out", "{tmp}/out.txt"], _write("out.txt", "x")),
+    ("--out holds a run", [*RUN, "--out", "{tmp}/run"], _run_dir(GOOD_MANIFEST)),
+    ("--resume-gap not a number", [*RUN, "--resume-gap", "soon"], _setup_none),
+    ("show missing run dir", ["show", "{tmp}/nothing"], _setup_none),
+    ("show a directory that is no run", ["show", "{tmp}"], _setup_none),
+    ("show corrupt manifest", ["show", "{tmp}/run"], _run_dir("{not json")),
+    ("show foreign manifest", ["show", "{tmp}/run"], _run_dir({"kind": "fio-plot", "schema": 1})),
+    ("show newer schema", ["show", "{tmp}/run"], _run_dir({**GOOD_MANIFEST, "schema": SCHEMA + 1})),
+    (
+        "show corrupt round",
+        ["show", "{tmp}/run"],
+        _run_dir(
+            GOOD_MANIFEST,
+            {"tests/iops/test.json": "{}", "tests/iops/rounds/0001.json": '{"round": 1,'},
+        ),
+    ),
+    ("resume a complete run", ["run", "--resume", "{tmp}/run", "--yes"], _run_dir(GOOD_MANIFEST)),
+    ("resume a missing dir", ["run", "--resume", "{tmp}/gone", "--yes"], _setup_none),
+    (
+        "resume a run without profile",
+        ["run", "--resume", "{tmp}/run", "--yes"],
+        _run_dir({**GOOD_MANIFEST, "status": "interrupted"}),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "argv", "setup"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_exits_2_with_one_line(
+    name: str,
+    argv: list[str],
+    setup: Callable[[Path], None],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    setup(tmp_path)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code = cli.main(args)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, f"{name}: exit {code}: {err}"
+    assert "Traceback" not in err
+    if argv:  # bare 'tkbench' prints the usage
+        assert len(lines) == 1, err
+        assert lines[0].startswith("tkbench: error:") or lines[0].startswith("tkbench ")
+    # nothing was created for a refused run
+    assert not (tmp_path / "t.img").exists()
+
+
+def test_at_least_thirty_cases() -> None:
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run", "--set", "rounds.max=x", "--target", "/nonexistent"], ["show", "/nonexistent/run"]],
+)
+def test_real_process_prints_one_line(argv: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tkbench", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
