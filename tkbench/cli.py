@@ -22,6 +22,7 @@ from . import plan as planmod
 from . import profile as profilemod
 from .errors import (
     EXIT_BAD_INPUT,
+    EXIT_FAILED_CHECK,
     EXIT_INTERRUPTED,
     InputError,
     Interrupted,
@@ -74,6 +75,18 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="size of a regular-file target (created if missing), e.g. 64M",
     )
+
+
+def _add_history_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--history",
+        type=Path,
+        metavar="DB",
+        help="history database (default $XDG_DATA_HOME/tkbench/history.sqlite, "
+        "or $TKBENCH_HISTORY)",
+    )
+    if p.prog.endswith(" run"):
+        p.add_argument("--no-history", action="store_true", help="do not index this run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,12 +168,54 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print a machine-readable summary on stdout at the end"
     )
     p.add_argument("--no-report", action="store_true", help="do not write the PDF/HTML report")
+    p.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="write the PASS/FAIL checks (steady state, acceptance criteria, "
+        "regressions) as JUnit XML",
+    )
+    _add_history_args(p)
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="RUN_DIR",
+        help="check for regressions against this run instead of the previous run of the same drive",
+    )
+    p.add_argument(
+        "--regression-threshold",
+        type=float,
+        metavar="PCT",
+        help="fail (exit 1) when a headline number is worse than the baseline by "
+        "more than PCT %% (default: the profile's acceptance.regression_threshold)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="summarise a run directory")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("history", help="runs indexed in the local history, by drive")
+    _add_history_args(p)
+    p.add_argument("--model", help="only this drive model")
+    p.add_argument("--serial", help="only this serial")
+    p.add_argument(
+        "--add",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        default=[],
+        help="index existing run directories first",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--out", type=Path, metavar="FILE.pdf", help="also write a comparison PDF")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("profiles", help="list the bundled profiles")
     p.set_defaults(func=cmd_profiles)
@@ -279,14 +334,63 @@ def cmd_run(args: argparse.Namespace) -> int:
         close = getattr(progress, "close", None)
         if close:
             close()
-    code = 0
+    checks = _checks(args, out)
     if not args.no_report:
-        code = _write_report(out)
+        _write_report(out)
     if args.json:
-        print(json.dumps(run_summary(load_run(out)), indent=1, default=str))
+        summary = run_summary(load_run(out))
+        summary["checks"] = checks
+        print(json.dumps(summary, indent=1, default=str))
     else:
         sys.stderr.write(f"run directory: {out}\n")
-    return code
+        failed = [c for c in checks["checks"] if not c["passed"]]
+        if checks["count"]:
+            sys.stderr.write(
+                f"checks: {'PASS' if not failed else 'FAIL'} "
+                f"({checks['count'] - len(failed)} of {checks['count']} passed)\n"
+            )
+        for c in failed:
+            sys.stderr.write(f"  FAIL {c['name']}: {c['message']}\n")
+    return 0 if checks["passed"] else EXIT_FAILED_CHECK
+
+
+def _checks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Evaluate, store, index and export the PASS/FAIL checks of a finished run."""
+    from . import checks as checkmod
+    from .history import History
+    from .measure import headline
+    from .store import load_run
+
+    run = load_run(out)
+    prof = profilemod.build(run.manifest["profile"]["resolved"], run.manifest["profile"]["source"])
+    acc = prof.acceptance
+    found = (checkmod.steady_checks(run) if acc.steady_state else []) + checkmod.criterion_checks(
+        run, acc
+    )
+    threshold = (
+        args.regression_threshold
+        if args.regression_threshold is not None
+        else acc.regression_threshold
+    )
+    history = None if args.no_history else History(args.history)
+    baseline_name = None
+    if threshold > 0:
+        base: dict[str, float] | None = None
+        if args.baseline is not None:
+            base = headline(load_run(args.baseline))
+            baseline_name = str(args.baseline)
+        elif history is not None:
+            prev = history.previous(run)
+            if prev is not None:
+                base, baseline_name = prev.headline, prev.run_dir
+        if base is not None and baseline_name is not None:
+            found += checkmod.regression_checks(headline(run), base, threshold, baseline_name)
+    data = checkmod.save(out, found, baseline_name)
+    if args.junit:
+        checkmod.write_junit(args.junit, run, found)
+    if history is not None:
+        history.add(run, data)
+    return data
 
 
 def _write_report(run_dir: Path) -> int:
@@ -311,6 +415,44 @@ def _progress(interactive: bool) -> Any:
     if interactive and os.environ.get("TERM") != "dumb":
         return RichProgress()
     return LogProgress()
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from .history import History, format_entries
+    from .store import load_run
+
+    history = History(args.history)
+    for d in args.add:
+        history.add(load_run(d))
+    entries = history.entries(model=args.model, serial=args.serial)
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=1))
+    else:
+        print(format_entries(entries))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare, format_rows
+    from .store import load_run
+
+    runs = [load_run(d) for d in args.runs]
+    rows = compare(runs)
+    if args.json:
+        print(
+            json.dumps(
+                {"runs": [str(r.root) for r in runs], "rows": [r.to_dict() for r in rows]}, indent=1
+            )
+        )
+    else:
+        print(format_rows(runs, rows))
+    if args.out:
+        try:
+            from .report import build_comparison
+        except ImportError:
+            raise InputError("the comparison PDF needs the report package") from None
+        sys.stderr.write(f"comparison: {build_comparison(runs, rows, args.out)}\n")
+    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:

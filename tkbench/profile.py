@@ -90,6 +90,72 @@ class Tracking:
         return cls(parts[0], parse_size(parts[1]), Mix.parse(parts[2]))
 
 
+CHECK_METRICS = {
+    "iops": "IOPS",
+    "bw": "MB/s",
+    "lat_mean": "ms",
+    "lat_max": "ms",
+    "p99": "ms",
+    "p99.9": "ms",
+    "p99.99": "ms",
+    "p99.999": "ms",
+}
+OPERATORS = (">=", "<=", ">", "<")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """An acceptance criterion: ``TEST METRIC BS R/W OP VALUE``, e.g.
+    ``iops iops 4k 0/100 >= 50000`` or ``latency p99.99 4k 100/0 <= 5``.
+
+    The value compared is the point's mean over the test's measurement window;
+    IOPS, MB/s and milliseconds as in :data:`CHECK_METRICS`.
+    """
+
+    test: str
+    metric: str
+    bs: int
+    mix: Mix
+    op: str
+    value: float
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.test}: {self.metric} {format_size(self.bs)} {self.mix.label} "
+            f"{self.op} {self.value:g} {CHECK_METRICS[self.metric]}"
+        )
+
+    def holds(self, measured: float) -> bool:
+        return {
+            ">=": measured >= self.value,
+            "<=": measured <= self.value,
+            ">": measured > self.value,
+            "<": measured < self.value,
+        }[self.op]
+
+    @classmethod
+    def parse(cls, text: object) -> Criterion:
+        parts = str(text).split()
+        if len(parts) != 6 or parts[1] not in CHECK_METRICS or parts[4] not in OPERATORS:
+            raise ValueError(
+                f'not a criterion: {text!r} (use e.g. "iops iops 4k 0/100 >= 50000"; '
+                f"metrics: {', '.join(CHECK_METRICS)}; operators: {' '.join(OPERATORS)})"
+            )
+        try:
+            value = float(parts[5])
+        except ValueError:
+            raise ValueError(f"not a number in criterion {text!r}: {parts[5]!r}") from None
+        return cls(parts[0], parts[1], parse_size(parts[2]), Mix.parse(parts[3]), parts[4], value)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    steady_state: bool  # every steady-state test must reach steady state
+    criteria: tuple[Criterion, ...]
+    regression_threshold: float  # percent; 0 = no regression check
+
+
 @dataclass(frozen=True)
 class Workload:
     numjobs: int
@@ -167,6 +233,7 @@ class Profile:
     precondition: PreconditionSpec
     report: ReportSpec
     tests: tuple[TestSpec, ...]
+    acceptance: Acceptance
     resolved: dict[str, Any] = field(compare=False, repr=False)  # merged TOML, for manifests
 
     def test(self, name: str) -> TestSpec:
@@ -341,12 +408,18 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "stop_written_multiple": (_float(0.0, 1000.0), 4.0),
     "max_duration": (_duration(0.0), 86400.0),
 }
+ACCEPTANCE_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "steady_state": (_bool, False),
+    "criteria": (_list(Criterion.parse, min_len=0), ()),
+    "regression_threshold": (_float(0.0, 100.0), 0.0),
+}
 SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "workload": WORKLOAD_SCHEMA,
     "rounds": ROUNDS_SCHEMA,
     "purge": PURGE_SCHEMA,
     "precondition": PRECONDITION_SCHEMA,
     "report": REPORT_SCHEMA,
+    "acceptance": ACCEPTANCE_SCHEMA,
 }
 TOP_KEYS = {"name": _str, "description": _str, "extends": _str}
 
@@ -547,6 +620,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
     pg = section("purge", data.get("purge"), PURGE_SCHEMA)
     pc = section("precondition", data.get("precondition"), PRECONDITION_SCHEMA)
     rp = section("report", data.get("report"), REPORT_SCHEMA)
+    ac = section("acceptance", data.get("acceptance"), ACCEPTANCE_SCHEMA)
     if rd["window"] > rd["max"]:
         raise err("rounds.window", f"window {rd['window']} exceeds rounds.max {rd['max']}")
 
@@ -605,6 +679,15 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         )
     if not tests:
         raise err("tests", "the profile defines no enabled test")
+    names = {t.name for t in tests}
+    for spec in tests:
+        if spec.split_block_sizes:
+            names.update(f"{spec.name}-{format_size(bs)}" for bs in spec.block_sizes)
+    for c in ac["criteria"]:
+        if c.test not in names:
+            raise err(
+                "acceptance.criteria", f"no test {c.test!r} (tests: {', '.join(sorted(names))})"
+            )
     name = data.get("name") or Path(source).stem
     return Profile(
         name=name,
@@ -616,5 +699,6 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         precondition=PreconditionSpec(**pc),
         report=ReportSpec(**rp),
         tests=tuple(tests),
+        acceptance=Acceptance(**ac),
         resolved=data,
     )

@@ -1,0 +1,137 @@
+"""Acceptance criteria, JUnit XML, the history index, regressions and compare."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import FAST
+from tkbench import cli, measure
+from tkbench.store import load_run
+
+ONLY_IOPS = [
+    "tests.iops.rounds.max=3",
+    "tests.iops.rounds.window=3",
+    "tests.throughput.enabled=false",
+    "tests.latency.enabled=false",
+    "tests.wsat.enabled=false",
+]
+
+
+def _run(tmp: Path, name: str, *extra: str, overrides: tuple[str, ...] = ()) -> int:
+    args = [
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        str(tmp / "t.img"),
+        "--yes",
+        "--out",
+        str(tmp / name),
+        "--no-report",
+        "--history",
+        str(tmp / "h.sqlite"),
+        *extra,
+    ]
+    if not (tmp / "t.img").exists():
+        args += ["--size", "16M"]
+    for o in [*FAST, *ONLY_IOPS, *overrides]:
+        args += ["--set", o]
+    return cli.main(args)
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("checks")
+    assert _run(tmp, "base") == 0
+    return tmp
+
+
+def test_acceptance_pass_and_fail_with_junit(
+    base_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp = base_run
+    run = load_run(tmp / "base")
+    measured = measure.value(run.test("iops"), "iops", 4096, 0)
+    assert measured > 0
+    crit = [
+        f'acceptance.criteria=["iops iops 4k 0/100 >= {measured / 1000:.0f}", '
+        f'"iops p99.99 4k 0/100 <= 100000", "iops iops 64k 100/0 >= 1e12"]'
+    ]
+    code = _run(tmp, "acc", "--junit", str(tmp / "junit.xml"), overrides=tuple(crit))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "checks: FAIL (2 of 3 passed)" in err
+    assert "FAIL iops: iops 64k 100/0 >= 1e+12 IOPS" in err
+    checks = json.loads((tmp / "acc" / "checks.json").read_text())
+    assert [c["passed"] for c in checks["checks"]] == [True, True, False]
+    suite = ET.parse(tmp / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert suite.get("tests") == "3" and suite.get("failures") == "1"
+    failures = [tc.get("name") for tc in suite.iter("testcase") if tc.find("failure") is not None]
+    assert failures == ["iops: iops 64k 100/0 >= 1e+12 IOPS"]
+
+
+def test_steady_state_requirement_fails_a_non_steady_run(base_run: Path) -> None:
+    code = _run(
+        base_run,
+        "steady",
+        overrides=("acceptance.steady_state=true", "tests.iops.rounds.max_excursion=0.0000001"),
+    )
+    assert code == 1
+    checks = json.loads((base_run / "steady" / "checks.json").read_text())
+    assert checks["checks"][0]["kind"] == "steady_state"
+    assert checks["checks"][0]["passed"] is False
+
+
+def test_history_lists_runs_by_drive(base_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert cli.main(["history", "--history", str(base_run / "h.sqlite"), "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    dirs = {Path(e["run_dir"]).name for e in entries}
+    assert "base" in dirs
+    base = next(e for e in entries if Path(e["run_dir"]).name == "base")
+    assert base["model"] == "regular file"
+    assert base["headline"]["iops: iops 4k 0/100"] > 0
+    assert cli.main(["history", "--history", str(base_run / "h.sqlite")]) == 0
+    assert "regular file" in capsys.readouterr().out
+
+
+def test_regression_against_a_faster_baseline_fails(
+    base_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp = base_run
+    # a synthetic baseline: the real base run with every IOPS doubled (made for this test)
+    fast = tmp / "fast-baseline"
+    shutil.copytree(tmp / "base", fast)
+    for f in (fast / "tests" / "iops" / "rounds").glob("*.json"):
+        rec = json.loads(f.read_text())
+        for p in rec["points"]:
+            p["iops"] *= 2
+        rec["tracking"] = {k: v * 2 for k, v in rec["tracking"].items()}
+        f.write_text(json.dumps(rec))
+    code = _run(tmp, "regress", "--baseline", str(fast), "--regression-threshold", "20")
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "regression: iops: iops 4k 0/100" in err
+    # against itself there is no regression
+    capsys.readouterr()
+    assert _run(tmp, "same", "--baseline", str(tmp / "base"), "--regression-threshold", "99") == 0
+
+
+def test_compare_json_and_text(base_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    a, b = base_run / "base", base_run / "acc"
+    assert cli.main(["compare", str(a), str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert len(rows) == 6  # the quick IOPS points
+    row = next(r for r in rows if r["point"] == "4k 0/100")
+    va, vb = row["values"]
+    assert row["delta_pct"][1] == pytest.approx((vb - va) / va * 100)
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    assert "Δ run 2" in capsys.readouterr().out

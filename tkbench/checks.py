@@ -1,0 +1,149 @@
+"""PASS/FAIL checks of a finished run: steady state, acceptance criteria, regressions.
+
+The result is stored in the run directory (``checks.json``), shown by the
+report, written as JUnit XML on request, and decides exit code 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import measure
+from .profile import Acceptance
+from .store import RunData, write_atomic, write_json
+from .units import format_size
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    kind: str  # steady_state | criterion | regression
+    passed: bool
+    measured: float | None
+    limit: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["measured"] is not None and not math.isfinite(d["measured"]):
+            d["measured"] = None
+        return d
+
+
+def steady_checks(run: RunData) -> list[Check]:
+    out = []
+    for t in run.tests:
+        if t.plan.get("kind") != "steady":
+            continue
+        result = t.result or {}
+        reached = bool(result.get("steady_state"))
+        window = result.get("window") or []
+        msg = (
+            f"steady state in rounds {window[0]}-{window[-1]}"
+            if reached and window
+            else (
+                "test did not finish"
+                if t.result is None
+                else f"not steady after {len(t.rounds)} rounds"
+            )
+        )
+        out.append(Check(f"{t.name}: steady state", "steady_state", reached, None, "reached", msg))
+    return out
+
+
+def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
+    out = []
+    by_name = {t.name: t for t in run.tests}
+    for c in acceptance.criteria:
+        t = by_name.get(c.test)
+        measured = measure.value(t, c.metric, c.bs, c.mix.read) if t is not None else math.nan
+        ok = math.isfinite(measured) and c.holds(measured)
+        unit = c.label.rsplit(" ", 1)[-1]
+        msg = (
+            f"measured {measured:.4g} {unit}"
+            if math.isfinite(measured)
+            else f"{format_size(c.bs)} {c.mix.label} of test {c.test} was not measured"
+        )
+        out.append(Check(c.label, "criterion", ok, measured, f"{c.op} {c.value:g}", msg))
+    return out
+
+
+def regression_checks(
+    current: dict[str, float], baseline: dict[str, float], threshold_pct: float, baseline_name: str
+) -> list[Check]:
+    """Headline numbers worse than the baseline by more than ``threshold_pct`` fail."""
+    out = []
+    for key, now in sorted(current.items()):
+        before = baseline.get(key)
+        if before is None or before == 0 or not math.isfinite(before):
+            continue
+        delta = (now - before) / abs(before) * 100.0
+        worse = -delta if measure.better_is_higher(key) else delta
+        ok = worse <= threshold_pct
+        out.append(
+            Check(
+                f"regression: {key}",
+                "regression",
+                ok,
+                now,
+                f"within {threshold_pct:g} % of {before:.4g}",
+                f"{delta:+.1f} % against {baseline_name} ({before:.4g} -> {now:.4g})",
+            )
+        )
+    return out
+
+
+def summary(checks: list[Check]) -> dict[str, Any]:
+    return {
+        "passed": all(c.passed for c in checks),
+        "count": len(checks),
+        "failed": sum(not c.passed for c in checks),
+        "checks": [c.to_dict() for c in checks],
+        "evaluated": time.time(),
+    }
+
+
+def save(run_dir: Path, checks: list[Check], baseline: str | None = None) -> dict[str, Any]:
+    data = summary(checks)
+    data["baseline"] = baseline
+    write_json(Path(run_dir) / "checks.json", data)
+    return data
+
+
+def junit_xml(run: RunData, checks: list[Check]) -> str:
+    """JUnit XML: one testcase per check, in one suite named after the run."""
+    name = (
+        f"tkbench {run.manifest.get('profile', {}).get('name', '')} "
+        f"{run.manifest.get('target', {}).get('spec', '')}".strip()
+    )
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": name,
+            "tests": str(len(checks)),
+            "failures": str(sum(not c.passed for c in checks)),
+            "errors": "0",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+    )
+    for c in checks:
+        case = ET.SubElement(suite, "testcase", {"classname": f"tkbench.{c.kind}", "name": c.name})
+        if not c.passed:
+            fail = ET.SubElement(case, "failure", {"message": c.message, "type": c.kind})
+            fail.text = f"{c.name}: {c.message} (limit {c.limit})"
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = c.message
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, run: RunData, checks: list[Check]) -> None:
+    write_atomic(Path(path), junit_xml(run, checks))

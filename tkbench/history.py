@@ -1,0 +1,199 @@
+"""A local SQLite index of runs: history by drive, baselines for regressions.
+
+Default location ``$XDG_DATA_HOME/tkbench/history.sqlite`` (``~/.local/share``
+when unset); ``--history PATH`` or ``TKBENCH_HISTORY`` choose another.  The run
+directories stay the source of truth: the index holds where they are, who the
+drive was and the headline numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import measure
+from .errors import InputError
+from .store import RunData
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_dir   TEXT PRIMARY KEY,
+    started   REAL,
+    ended     REAL,
+    status    TEXT,
+    profile   TEXT,
+    host      TEXT,
+    target    TEXT,
+    model     TEXT,
+    serial    TEXT,
+    firmware  TEXT,
+    capacity  INTEGER,
+    headline  TEXT,
+    checks    TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_drive ON runs (model, serial, started);
+"""
+
+
+def default_path() -> Path:
+    env = os.environ.get("TKBENCH_HISTORY")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tkbench" / "history.sqlite"
+
+
+@dataclass(frozen=True)
+class Entry:
+    run_dir: str
+    started: float | None
+    ended: float | None
+    status: str
+    profile: str
+    host: str
+    target: str
+    model: str
+    serial: str
+    firmware: str
+    capacity: int
+    headline: dict[str, float]
+    checks: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class History:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else default_path()
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"history database {self.path}: {exc}") from None
+        try:
+            con.executescript(SCHEMA)
+            with con:
+                yield con
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"history database {self.path}: {exc}") from None
+        finally:
+            con.close()
+
+    def add(self, run: RunData, checks: dict[str, Any] | None = None) -> Entry:
+        m = run.manifest
+        ident = (m.get("target") or {}).get("identity") or {}
+        entry = Entry(
+            run_dir=str(Path(run.root).resolve()),
+            started=m.get("started"),
+            ended=m.get("ended"),
+            status=str(m.get("status", "")),
+            profile=str((m.get("profile") or {}).get("name", "")),
+            host=str((m.get("host") or {}).get("hostname", "")),
+            target=str((m.get("target") or {}).get("spec", "")),
+            model=str(ident.get("model") or "unknown"),
+            serial=str(ident.get("serial") or "unknown"),
+            firmware=str(ident.get("firmware") or "unknown"),
+            capacity=int((m.get("target") or {}).get("capacity_bytes") or 0),
+            headline=measure.headline(run),
+            checks=checks,
+        )
+        with self._db() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    entry.run_dir,
+                    entry.started,
+                    entry.ended,
+                    entry.status,
+                    entry.profile,
+                    entry.host,
+                    entry.target,
+                    entry.model,
+                    entry.serial,
+                    entry.firmware,
+                    entry.capacity,
+                    json.dumps(entry.headline),
+                    json.dumps(checks) if checks is not None else None,
+                ),
+            )
+        return entry
+
+    def entries(
+        self, model: str | None = None, serial: str | None = None, profile: str | None = None
+    ) -> list[Entry]:
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list[Any] = []
+        for col, val in (("model", model), ("serial", serial), ("profile", profile)):
+            if val is not None:
+                sql += f" AND {col} = ?"
+                args.append(val)
+        sql += " ORDER BY model, serial, started"
+        with self._db() as con:
+            rows = con.execute(sql, args).fetchall()
+        return [_entry(r) for r in rows]
+
+    def previous(self, run: RunData) -> Entry | None:
+        """The latest earlier complete run of the same drive (model and serial) and profile."""
+        m = run.manifest
+        ident = (m.get("target") or {}).get("identity") or {}
+        me = str(Path(run.root).resolve())
+        started = m.get("started") or 0
+        for e in reversed(
+            self.entries(
+                model=str(ident.get("model") or "unknown"),
+                serial=str(ident.get("serial") or "unknown"),
+                profile=str((m.get("profile") or {}).get("name", "")),
+            )
+        ):
+            if e.run_dir != me and e.status == "complete" and (e.started or 0) < started:
+                return e
+        return None
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    return Entry(
+        run_dir=row[0],
+        started=row[1],
+        ended=row[2],
+        status=row[3],
+        profile=row[4],
+        host=row[5],
+        target=row[6],
+        model=row[7],
+        serial=row[8],
+        firmware=row[9],
+        capacity=row[10],
+        headline=json.loads(row[11] or "{}"),
+        checks=json.loads(row[12]) if row[12] else None,
+    )
+
+
+def format_entries(entries: list[Entry]) -> str:
+    import time
+
+    if not entries:
+        return "no runs in the history"
+    lines = []
+    drive = None
+    for e in entries:
+        if (e.model, e.serial) != drive:
+            drive = (e.model, e.serial)
+            lines.append(f"{e.model}  serial {e.serial}  firmware {e.firmware}")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.started)) if e.started else "-"
+        verdict = ""
+        if e.checks is not None:
+            verdict = " PASS" if e.checks.get("passed") else " FAIL"
+        heads = ", ".join(f"{k} {v:,.4g}" for k, v in list(e.headline.items())[:4])
+        lines.append(f"  {when}  {e.profile:<8} {e.status:<11}{verdict}  {heads}")
+        lines.append(f"  {'':16} {e.run_dir}")
+    return "\n".join(lines)

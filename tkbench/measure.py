@@ -1,0 +1,132 @@
+"""The measured value of a point: its mean over the test's measurement window (pure).
+
+The window is the steady-state window when the test has tracking variables
+(the last ``window`` rounds of the last segment, steady or not), every round of
+the last segment for a fixed test, and the last ``window`` rounds for write
+saturation.  Checks, history and comparisons all read values through here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .engine import segment_verdicts
+from .store import RunData, TestData
+
+MB = 1e6
+MS = 1e6  # ns per ms
+
+
+def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    if not rounds:
+        return []
+    seg = max(int(r.get("segment", 1)) for r in rounds)
+    return [r for r in rounds if int(r.get("segment", 1)) == seg]
+
+
+def window(test: TestData) -> tuple[int, ...]:
+    """Round numbers of the measurement window."""
+    seg = last_segment(test.rounds)
+    if not seg:
+        return ()
+    if test.plan.get("kind") == "fixed":
+        return tuple(int(r["round"]) for r in seg)
+    verdicts = segment_verdicts(test.plan, test.rounds)
+    if verdicts:
+        return next(iter(verdicts.values())).rounds
+    size = int((test.plan.get("rounds") or {}).get("window", 5))
+    return tuple(int(r["round"]) for r in seg[-size:])
+
+
+def window_points(test: TestData, bs: int, read_pct: int) -> list[Mapping[str, Any]]:
+    wanted = set(window(test))
+    out = []
+    for r in last_segment(test.rounds):
+        if int(r["round"]) not in wanted:
+            continue
+        for p in r.get("points", []):
+            if int(p["bs"]) == bs and int(p["read_pct"]) == read_pct:
+                out.append(p)
+    return out
+
+
+def _directions(point: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [d for d in (point.get("read") or {}, point.get("write") or {}) if d.get("io_bytes")]
+
+
+def point_value(point: Mapping[str, Any], metric: str) -> float:
+    """One point's ``iops``, ``bw`` (MB/s), ``lat_mean``/``lat_max``/``pNN`` (ms).
+
+    Percentiles of a mixed point are the worse of its read and write values.
+    """
+    if metric == "iops":
+        return float(point["iops"])
+    if metric == "bw":
+        return float(point["bw_bytes"]) / MB
+    if metric == "lat_mean":
+        return float(point["lat_mean_ns"]) / MS
+    if metric == "lat_max":
+        return float(point["lat_max_ns"]) / MS
+    if metric.startswith("p"):
+        key = f"{float(metric[1:]):g}"
+        vals = [
+            float(d["percentiles_ns"][key])
+            for d in _directions(point)
+            if key in d.get("percentiles_ns", {})
+        ]
+        return max(vals) / MS if vals else math.nan
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def value(test: TestData, metric: str, bs: int, read_pct: int) -> float:
+    """Mean of a point's metric over the window (``nan`` when it was not measured)."""
+    pts = window_points(test, bs, read_pct)
+    vals = [point_value(p, metric) for p in pts]
+    vals = [v for v in vals if math.isfinite(v)]
+    if not vals:
+        return math.nan
+    if metric == "lat_max":
+        return max(vals)
+    return math.fsum(vals) / len(vals)
+
+
+HIGHER_IS_BETTER = {"iops": True, "bw": True}
+
+
+def headline(run: RunData) -> dict[str, float]:
+    """Per finished test, its tracking variables' window means: ``"iops: iops 4k 0/100"``.
+
+    Also the 99.99 % latency of latency tests' tracked points.  These are the
+    numbers history lists and regressions compare.
+    """
+    out: dict[str, float] = {}
+    for t in run.tests:
+        if not t.rounds:
+            continue
+        for label in t.plan.get("tracking", []):
+            metric, bs_text, mix = label.split()
+            point = next(
+                (p for p in t.plan.get("points", []) if _label_of(p) == f"{bs_text} {mix}"), None
+            )
+            if point is None:
+                continue
+            v = value(t, metric, int(point["bs"]), int(point["read_pct"]))
+            if math.isfinite(v):
+                out[f"{t.name}: {label}"] = v
+            if metric == "lat_mean":
+                p = value(t, "p99.99", int(point["bs"]), int(point["read_pct"]))
+                if math.isfinite(p):
+                    out[f"{t.name}: p99.99 {bs_text} {mix}"] = p
+    return out
+
+
+def _label_of(point: Mapping[str, Any]) -> str:
+    return str(point.get("label", ""))
+
+
+def better_is_higher(key: str) -> bool:
+    """Whether a headline key (``"TEST: METRIC BS MIX"``) improves upwards."""
+    metric = key.split(": ", 1)[-1].split()[0]
+    return HIGHER_IS_BETTER.get(metric, False)
