@@ -11,3 +11,11 @@ import pytest
 def _need_fio() -> None:
     if shutil.which("fio") is None:
         pytest.fail("fio is not installed: run 'make deps' (apt-get install fio)")
+
+
+@pytest.fixture(autouse=True)
+def _private_history(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs made by tests are indexed in a throw-away history, never the user's."""
+    monkeypatch.setenv("TKBENCH_HISTORY", str(tmp_path_factory.getbasetemp() / "history.sqlite"))

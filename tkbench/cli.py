@@ -355,42 +355,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _checks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Evaluate, store, index and export the PASS/FAIL checks of a finished run."""
-    from . import checks as checkmod
-    from .history import History
-    from .measure import headline
-    from .store import load_run
+    from .runs import finish_checks
 
-    run = load_run(out)
-    prof = profilemod.build(run.manifest["profile"]["resolved"], run.manifest["profile"]["source"])
-    acc = prof.acceptance
-    found = (checkmod.steady_checks(run) if acc.steady_state else []) + checkmod.criterion_checks(
-        run, acc
+    return finish_checks(
+        out,
+        junit=args.junit,
+        history_db=None if args.no_history else (args.history or True),
+        baseline=args.baseline,
+        threshold=args.regression_threshold,
     )
-    threshold = (
-        args.regression_threshold
-        if args.regression_threshold is not None
-        else acc.regression_threshold
-    )
-    history = None if args.no_history else History(args.history)
-    baseline_name = None
-    if threshold > 0:
-        base: dict[str, float] | None = None
-        if args.baseline is not None:
-            base = headline(load_run(args.baseline))
-            baseline_name = str(args.baseline)
-        elif history is not None:
-            prev = history.previous(run)
-            if prev is not None:
-                base, baseline_name = prev.headline, prev.run_dir
-        if base is not None and baseline_name is not None:
-            found += checkmod.regression_checks(headline(run), base, threshold, baseline_name)
-    data = checkmod.save(out, found, baseline_name)
-    if args.junit:
-        checkmod.write_junit(args.junit, run, found)
-    if history is not None:
-        history.add(run, data)
-    return data
 
 
 def _write_report(run_dir: Path) -> int:

@@ -163,3 +163,49 @@ def _same_target(stored: dict[str, Any], target: Target) -> None:
         raise InputError(
             f"target {target.spec} has serial {new_serial}, the run was started on {old_serial}"
         )
+
+
+def finish_checks(
+    out: Path,
+    *,
+    junit: Path | None = None,
+    history_db: Path | bool | None = True,
+    baseline: Path | None = None,
+    threshold: float | None = None,
+) -> dict[str, Any]:
+    """Evaluate, store (checks.json), export (JUnit) and index the checks of a run.
+
+    ``history_db``: a path, True for the default database, None/False for none.
+    ``threshold`` (percent) overrides the profile's regression threshold.
+    """
+    from . import checks as checkmod
+    from .history import History
+    from .measure import headline
+
+    run = load_run(out)
+    m = run.manifest
+    prof = profilemod.build(m["profile"]["resolved"], m["profile"]["source"])
+    acc = prof.acceptance
+    found = checkmod.steady_checks(run) if acc.steady_state else []
+    found += checkmod.criterion_checks(run, acc)
+    limit = threshold if threshold is not None else acc.regression_threshold
+    history = None
+    if history_db:
+        history = History(None if history_db is True else Path(history_db))
+    baseline_name = None
+    if limit > 0:
+        base: dict[str, float] | None = None
+        if baseline is not None:
+            base, baseline_name = headline(load_run(baseline)), str(baseline)
+        elif history is not None:
+            prev = history.previous(run)
+            if prev is not None:
+                base, baseline_name = prev.headline, prev.run_dir
+        if base is not None and baseline_name is not None:
+            found += checkmod.regression_checks(headline(run), base, limit, baseline_name)
+    data = checkmod.save(out, found, baseline_name)
+    if junit:
+        checkmod.write_junit(junit, run, found)
+    if history is not None:
+        history.add(run, data)
+    return data
