@@ -10,6 +10,8 @@ from typing import Any, TextIO
 
 from .units import format_duration, human_bytes
 
+SATURATION_STEPS = 1000  # resolution of the write-saturation bar
+
 
 def _stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -78,8 +80,8 @@ class RichProgress:
 
         self.console = Console(stderr=True)
         self.bars = Progress(
-            TextColumn("{task.description:<34}"),
-            BarColumn(),
+            TextColumn("{task.description:<20}"),
+            BarColumn(bar_width=16),
             TaskProgressColumn(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
@@ -96,6 +98,7 @@ class RichProgress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._plan: Any = None
+        self._test_t0 = 0.0
         self._done_tests = 0
 
     def _tick(self) -> None:
@@ -151,7 +154,8 @@ class RichProgress:
             self.console.print(f"  {test.name} round {info['round']}: {vals}")
         elif kind == "test_done":
             self.console.print(f"[bold]{test.title}[/]: {info['result']['summary']}")
-            self.bars.update(self.test_task, completed=test.max_rounds)
+            full = SATURATION_STEPS if test.spec.kind == "saturation" else test.max_rounds
+            self.bars.update(self.test_task, completed=full)
             self._advance_run()
         elif kind == "run_done":
             self.close()
