@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -54,7 +55,8 @@ def _run_args(dev: str, out: Path, *extra: str) -> list[str]:
 
 
 def _one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    """The single error line (progress log lines may precede it on stderr)."""
+    lines = [ln for ln in err.splitlines() if ln.startswith("tkbench:")]
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]
@@ -84,6 +86,51 @@ def test_block_device_needs_confirm_with_its_kernel_name(
     assert t.purge["pts_compliant"] is False
     assert len(t.rounds) == 2
     assert _digest(loopdev) != before
+    # health snapshots around the test: a loop device has no SMART data, and says so
+    assert t.health_before is not None and t.health_after is not None
+    assert t.health_before["source"] == "none"
+    assert "no SMART data for loop devices" in t.health_before["notes"]
+
+
+def test_a_purge_method_the_device_cannot_do_is_refused_before_anything(
+    loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _digest(loopdev)
+    name = Path(loopdev).name
+    args = _run_args(
+        loopdev, tmp_path / "r", "--confirm", name, "--set", "purge.method=nvme-format"
+    )
+    assert cli.main(args) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert "'nvme-format' is for nvme devices" in line
+    assert not (tmp_path / "r").exists()
+    assert _digest(loopdev) == before
+
+
+def test_a_failing_purge_marks_the_run_failed(
+    loopdev: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a fake blkdiscard that fails (this is the only fake here: the device is real)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "blkdiscard").write_text(
+        "#!/bin/sh\necho 'blkdiscard: BLKDISCARD ioctl failed: Input/output error' >&2\nexit 1\n"
+    )
+    (fake / "blkdiscard").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    args = _run_args(loopdev, tmp_path / "r", "--confirm", Path(loopdev).name)
+    assert cli.main(args) == 4
+    line = _one_line_error(capsys.readouterr().err)
+    assert "Input/output error" in line
+    run = load_run(tmp_path / "r")
+    assert run.manifest["status"] == "failed"
+    assert "Input/output error" in run.manifest["error"]
+    failed = json.loads((tmp_path / "r/tests/iops/purge-failed.json").read_text())
+    assert failed["commands"][0]["argv"][0].endswith("blkdiscard")
+    assert run.test("iops").rounds == []
 
 
 def test_formatted_device_needs_force_and_mounted_is_always_refused(

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__, jobfile, steady
-from .errors import DeviceError, Interrupted, RunDirError
+from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
 from .results import summarize_round, tracking_values, written_bytes
 from .runner import FioFailed, FioRun, FioRunner
@@ -162,7 +162,7 @@ class Engine:
                 "interrupted: completed rounds are kept; resume with "
                 f"tkbench run --resume {store.root}"
             ) from None
-        except DeviceError as exc:
+        except TkbenchError as exc:
             store.log(f"failed: {exc}")
             store.update_manifest(status="failed", ended=time.time(), error=str(exc))
             raise
@@ -215,22 +215,41 @@ class Engine:
             store.save_test_plan(test.name, test.to_dict())
         self.progress.event("test_started", test=test, rounds_done=len(rounds))
         store.log(f"test {test.name}: started")
+        self._health(test, "before")
 
         if needs_purge:
             self._check_stop()
-            self.progress.event("phase", test=test, phase="purge")
-            t0 = time.time()
-            record = self.target.purge(
-                self.plan.profile.purge.method, self.plan.profile.purge.allow_fallback
-            )
-            record.update({"started": t0, "ended": time.time(), "segment": segment})
-            store.save_phase(test.name, "purge", record)
-            store.log(f"test {test.name}: purge by {record['method']} in {record['seconds']} s")
+            self._purge(test, segment)
         if needs_pre and test.precondition is not None:
             self._check_stop()
             self._precondition(test, segment)
 
         self._rounds(test, rounds, segment)
+
+    def _purge(self, test: PlannedTest, segment: int) -> None:
+        self.progress.event("phase", test=test, phase="purge")
+        t0 = time.time()
+        profile = self.plan.profile
+        try:
+            record = self.target.purge(profile.purge.method, profile.purge.allow_fallback)
+        except DeviceError as exc:
+            failed = getattr(exc, "record", None)
+            if failed is not None:  # the commands that ran, for the person fixing it
+                info = {**failed.to_dict(), "error": str(exc), "started": t0, "ended": time.time()}
+                self.store.save_phase(test.name, "purge-failed", info)
+            raise
+        record.update({"started": t0, "ended": time.time(), "segment": segment})
+        self.store.save_phase(test.name, "purge", record)
+        self.store.log(f"test {test.name}: purge by {record['method']} in {record['seconds']} s")
+
+    def _health(self, test: PlannedTest, when: str) -> None:
+        """Keep a SMART/health snapshot of the drive (block devices only; never fails a run)."""
+        try:
+            snap = self.target.health()
+        except DeviceError as exc:
+            snap = {"notes": [f"no health snapshot: {exc}"]}
+        if snap is not None:
+            self.store.save_phase(test.name, f"health-{when}", snap)
 
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
         if not existing.rounds:
@@ -357,6 +376,7 @@ class Engine:
                 total_written=total_written,
             )
         result = self._result(test, rounds, segment, total_written)
+        self._health(test, "after")
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result['summary']}")
         self.progress.event("test_done", test=test, result=result)

@@ -74,7 +74,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     out = req.out or default_out(prof.name)
     RunStore.check_new(out)
     with target.lock():
-        _guard(target, req)
+        _guard(target, req, plan)
         # a missing regular file is created only once the guards passed
         target.materialize()
         if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
@@ -116,7 +116,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
     _same_target(m["target"], target)
     plan = _plan(prof, target)
     with target.lock():
-        _guard(target, req)
+        _guard(target, req, plan)
         store = RunStore.open(root)
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
@@ -131,8 +131,9 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
         return root, engine.run()
 
 
-def _guard(target: Target, req: RunRequest) -> None:
+def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
+    target.check_purge(plan.profile.purge.method)
     target.check(force=req.force)
     target.confirm(
         confirm_id=req.confirm_id,

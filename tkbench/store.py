@@ -6,6 +6,7 @@ Layout (docs/run-directory.md describes every file)::
     RUN/events.log                    human-readable, timestamped log (append-only)
     RUN/tests/<test>/test.json        the planned test (points, tracking, limits)
     RUN/tests/<test>/purge.json       purge record
+    RUN/tests/<test>/health-before.json, health-after.json  SMART/health snapshots (block devices)
     RUN/tests/<test>/precondition.json (+ .fio job file, .out raw fio output)
     RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out)
     RUN/tests/<test>/result.json      the test's verdict, once it has finished
@@ -97,6 +98,8 @@ class TestData:
     precondition: dict[str, Any] | None = None
     rounds: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    health_before: dict[str, Any] | None = None
+    health_after: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -303,6 +306,8 @@ def load_run(root: Path) -> RunData:
                 precondition=_read_optional(d / "precondition.json"),
                 rounds=rounds,
                 result=_read_optional(d / "result.json"),
+                health_before=_read_optional(d / "health-before.json"),
+                health_after=_read_optional(d / "health-after.json"),
             )
         )
     return RunData(root=root, manifest=manifest, tests=tests)

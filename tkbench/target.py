@@ -109,6 +109,23 @@ class Target:
             _resize(Path(self.path), self.capacity, new=True)
             self.missing = False
 
+    def check_purge(self, method: str) -> None:
+        """Refuse, before anything starts, a purge method that cannot apply to this target."""
+        if self.kind == "block" and method != "none":
+            from .device.purge import check_method
+
+            check_method(self.device, method)
+
+    def health(self) -> dict[str, Any] | None:
+        """A SMART/health snapshot of a block device (None for files and NBD targets)."""
+        if self.kind != "block":
+            return None
+        from .device import health
+
+        interface = getattr(self.device, "interface", None)
+        snap: dict[str, Any] = health(self.path, interface=interface).to_dict()
+        return snap
+
     # ------------------------------------------------------------ purge
     def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
         """Return the drive to a fresh state; the record of what was done."""

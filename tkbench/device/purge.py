@@ -215,6 +215,18 @@ class _Session:
         )
 
 
+def check_method(identity: DeviceIdentity, method: str) -> None:
+    """InputError unless ``method`` can apply to this device (checked before a run starts)."""
+    if method not in METHODS:
+        raise InputError(f"unknown purge method {method!r}; choose from {', '.join(METHODS)}")
+    wanted = METHODS[method]
+    iface = identity.interface
+    if wanted is not None and wanted != iface:
+        raise InputError(
+            f"purge method {method!r} is for {wanted} devices; {identity.path} is {iface}"
+        )
+
+
 def purge(
     identity: DeviceIdentity,
     method: str = "auto",
@@ -235,14 +247,8 @@ def purge(
     :class:`PurgeFailed` and never falls back.  ``timeout`` bounds each erase
     (and a sanitize's polling); ``sleep``/``clock`` are injectable for tests.
     """
-    if method not in METHODS:
-        raise InputError(f"unknown purge method {method!r}; choose from {', '.join(METHODS)}")
-    wanted = METHODS[method]
+    check_method(identity, method)
     iface = identity.interface
-    if wanted is not None and wanted != iface:
-        raise InputError(
-            f"purge method {method!r} is for {wanted} devices; {identity.path} is {iface}"
-        )
     s = _Session(identity, method, timeout, poll_interval, sleep, clock)
     try:
         try:
