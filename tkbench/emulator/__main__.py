@@ -1,0 +1,7 @@
+"""``python -m tkbench.emulator``: see :mod:`tkbench.emulator.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
