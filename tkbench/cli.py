@@ -191,6 +191,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser(
+        "demo",
+        help="run the quick profile on the bundled SSD emulator and write its report",
+        description="Starts the bundled SSD emulator (no drive needed), runs a profile on it "
+        "with progress on screen, stops the emulator and prints where the PDF is.",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("demo-run"),
+        metavar="DIR",
+        help="run directory to create (default: demo-run)",
+    )
+    p.add_argument("--profile", default="quick", help="profile to run (default: quick)")
+    p.add_argument("--capacity", default="256M", help="emulated capacity (default: 256M)")
+    p.add_argument("--seed", type=int, default=7, help="emulator seed (default: 7)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a profile value (repeatable)",
+    )
+    p.set_defaults(func=cmd_demo)
+
     p = sub.add_parser("show", help="summarise a run directory")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -303,6 +329,34 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Interrupted("terminated by signal")
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .runs import demo
+
+    progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        out, _ = demo(
+            args.out,
+            progress,
+            profile=args.profile,
+            capacity=args.capacity,
+            seed=args.seed,
+            overrides=args.overrides,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        close = getattr(progress, "close", None)
+        if close:
+            close()
+    pdf = _write_report(out)
+    print(f"Demo finished. Run directory: {out}")
+    if pdf is not None:
+        print(f"Report: {pdf.resolve()}")
+        print(f"        {pdf.with_suffix('.html').resolve()}")
+    print(f"Summary: .venv/bin/tkbench show {out}")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .runs import RunRequest, start
     from .store import load_run
@@ -366,14 +420,14 @@ def _checks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     )
 
 
-def _write_report(run_dir: Path) -> int:
+def _write_report(run_dir: Path) -> Path | None:
     try:
         from .report import build_report
     except ImportError:
-        return 0
-    pdf = build_report(run_dir, run_dir / "report.pdf")
+        return None
+    pdf: Path = build_report(run_dir, run_dir / "report.pdf")
     sys.stderr.write(f"report: {pdf}\n")
-    return 0
+    return pdf
 
 
 def _prompt(text: str) -> str:

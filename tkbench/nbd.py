@@ -50,6 +50,7 @@ _REP_ERRORS = {
 }
 
 INFO_EXPORT = 0
+INFO_DESCRIPTION = 2
 INFO_BLOCK_SIZE = 3
 
 # Transmission flags
@@ -102,6 +103,7 @@ class ExportInfo:
     can_multi_conn: bool
     rotational: bool
     block_size_advertised: bool
+    description: str = ""  # NBD_INFO_DESCRIPTION, when the server sends one
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -213,10 +215,15 @@ class NbdClient:
         self._no_zeroes = bool(hflags & FLAG_NO_ZEROES)
         self._send(struct.pack(">I", cflags))
         name = self.address.export.encode()
-        data = struct.pack(">I", len(name)) + name + struct.pack(">HH", 1, INFO_BLOCK_SIZE)
+        data = (
+            struct.pack(">I", len(name))
+            + name
+            + struct.pack(">HHH", 2, INFO_BLOCK_SIZE, INFO_DESCRIPTION)
+        )
         self._send(struct.pack(">QII", IHAVEOPT, OPT_GO, len(data)) + data)
         size = tflags = -1
         blocks: tuple[int, int, int] | None = None
+        description = ""
         while True:
             rmagic, opt, rtype, length = struct.unpack(">QIII", self._recv(20))
             if rmagic != REPLY_MAGIC or opt != OPT_GO:
@@ -232,6 +239,8 @@ class NbdClient:
                     size, tflags = struct.unpack(">QH", payload[2:12])
                 elif itype == INFO_BLOCK_SIZE and len(payload) >= 14:
                     blocks = struct.unpack(">III", payload[2:14])
+                elif itype == INFO_DESCRIPTION:
+                    description = payload[2:].decode("utf-8", "replace")[:1024]
                 continue
             if rtype == REP_FLAG_ERROR | 1:  # OPT_GO unsupported: old server
                 return self._export_name_fallback(name)
@@ -246,7 +255,7 @@ class NbdClient:
             # other reply types (e.g. REP_SERVER) are ignored
         if size < 0:
             raise DeviceError(f"{self._where()} did not report the export size")
-        return _make_info(size, tflags, blocks)
+        return _make_info(size, tflags, blocks, description)
 
     def _export_name_fallback(self, name: bytes) -> ExportInfo:
         self._send(struct.pack(">QII", IHAVEOPT, OPT_EXPORT_NAME, len(name)) + name)
@@ -359,7 +368,9 @@ class NbdClient:
 _CMD_NAMES = {CMD_READ: "read", CMD_WRITE: "write", CMD_FLUSH: "flush", CMD_TRIM: "trim"}
 
 
-def _make_info(size: int, tflags: int, blocks: tuple[int, int, int] | None) -> ExportInfo:
+def _make_info(
+    size: int, tflags: int, blocks: tuple[int, int, int] | None, description: str = ""
+) -> ExportInfo:
     if blocks is not None:
         mn, pref, mx = blocks
         if mn < 1 or mn & (mn - 1) or pref < mn or mx < pref:
@@ -379,6 +390,7 @@ def _make_info(size: int, tflags: int, blocks: tuple[int, int, int] | None) -> E
         can_multi_conn=has and bool(tflags & TFLAG_CAN_MULTI_CONN),
         rotational=has and bool(tflags & TFLAG_ROTATIONAL),
         block_size_advertised=blocks is not None,
+        description=description,
     )
 
 

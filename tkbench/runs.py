@@ -210,3 +210,35 @@ def finish_checks(
     if history is not None:
         history.add(run, data)
     return data
+
+
+def demo(
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    profile: str = "quick",
+    capacity: str = "256M",
+    seed: int = 7,
+    overrides: list[str] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[Path, dict[str, Any]]:
+    """The demo: the bundled SSD emulator, a run on it, the emulator stopped again."""
+    import tempfile
+
+    from .emulator import start_emulator
+
+    RunStore.check_new(out)
+    with (
+        tempfile.TemporaryDirectory(prefix="tkbench-demo-") as tmp,
+        start_emulator(Path(tmp) / "ssd.sock", capacity, seed=seed) as emu,
+    ):
+        req = RunRequest(
+            profile=profile,
+            target=emu.uri,
+            out=out,
+            overrides=list(overrides or []),
+            assume_yes=True,
+            command_line=["tkbench", "demo", "--out", str(out)],
+            stop=stop,
+        )
+        return start(req, progress)

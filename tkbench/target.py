@@ -26,6 +26,9 @@ from .errors import DeviceError, InputError, SafetyError
 from .plan import TargetInfo
 from .units import human_bytes
 
+# how the bundled emulator names itself in the NBD handshake (tkbench/emulator/plugin.py)
+EMULATOR_DESCRIPTION = "tkbench SSD emulator"
+
 
 @dataclass
 class Target:
@@ -317,11 +320,14 @@ def _open_nbd(spec: str, size: int | None) -> Target:
         "interface": "nbd",
         "notes": [],
     }
-    emu = getattr(info, "description", "") or ""
-    if "tkbench" in emu.lower() and "emulat" in emu.lower():
-        ident["model"] = "tkbench SSD emulator"
+    if info.description:
+        ident["description"] = info.description
+    if info.description.startswith(EMULATOR_DESCRIPTION):
+        ident["model"] = EMULATOR_DESCRIPTION
         ident["emulated"] = True
-        ident["emulator"] = emu
+        ident["notes"] = [
+            "the bundled SSD emulator, not a real drive: " + info.description,
+        ]
     return Target(spec, "nbd", spec, info.size, sector, ident)
 
 

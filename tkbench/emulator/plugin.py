@@ -53,6 +53,9 @@ except (ImportError, OSError, AttributeError):  # pragma: no cover - exotic plat
     _prctl = None
 
 
+EMULATOR_DESCRIPTION = "tkbench SSD emulator"
+
+
 def config(key: str, value: str) -> None:
     global _stats_file
     if key == "stats_file":  # written at exit: the model's counters as JSON
@@ -90,6 +93,12 @@ def get_ready() -> None:
         f"{_model.n_blocks} blocks of {_cfg.block_pages} pages "
         f"({_model.spare_blocks} spare), {_cfg.describe()}"
     )
+
+
+def export_description(h: object) -> str:
+    """Sent to clients that ask (NBD_INFO_DESCRIPTION): tkbench records it as the drive."""
+    assert _cfg is not None
+    return f"{EMULATOR_DESCRIPTION}: {ssdmodel.format_size(_cfg.capacity)}, {_cfg.describe()}"
 
 
 def _disconnect() -> None:

@@ -1,0 +1,167 @@
+"""Runs on the bundled SSD emulator: the issue's exact sequence, faults, the demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import FAST
+from tkbench.store import load_run
+
+TK = [sys.executable, "-m", "tkbench"]
+
+
+def _emulate(sock: Path, *args: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [*TK, "emulate", "--socket", str(sock), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    limit = time.monotonic() + 30
+    while not sock.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < limit, "emulator did not start"
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.fixture
+def stop_all() -> Iterator[list[subprocess.Popen[str]]]:
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+        p.communicate(timeout=20)  # also closes the pipes
+
+
+@pytest.mark.slow
+def test_issue_sequence_reaches_steady_state_and_shows_saturation(
+    tmp_path: Path, stop_all: list[subprocess.Popen[str]]
+) -> None:
+    sock = tmp_path / "S"
+    stop_all.append(_emulate(sock, "--capacity", "256M", "--seed", "7"))
+    out = tmp_path / "DIR"
+    run = subprocess.run(
+        [
+            *TK,
+            "run",
+            "--profile",
+            "quick",
+            "--target",
+            f"nbd+unix:///?socket={sock}",
+            "--yes",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = load_run(out)
+    ident = data.manifest["target"]["identity"]
+    assert ident["emulated"] is True and ident["model"] == "tkbench SSD emulator"
+    iops = data.test("iops")
+    assert iops.result is not None and iops.result["steady_state"] is True
+    # the drive slid from fresh into steady state: round 1 clearly faster than the window
+    first = iops.rounds[0]["tracking"]["iops 64k 65/35"]
+    window = iops.result["verdicts"]["iops 64k 65/35"]["mean"]
+    assert first > 1.3 * window
+    wsat = [r["tracking"]["iops 4k 0/100"] for r in data.test("wsat").rounds]
+    assert wsat[0] >= 1.3 * wsat[-1]
+    assert data.test("wsat").rounds[-1]["total_written_bytes"] >= 4 * (256 << 20)
+
+
+def test_injected_io_errors_fail_the_run_with_4_and_keep_it_readable(
+    tmp_path: Path, stop_all: list[subprocess.Popen[str]]
+) -> None:
+    sock = tmp_path / "S"
+    stop_all.append(_emulate(sock, "--capacity", "32M", "--error-after", "4"))
+    out = tmp_path / "run"
+    args = [
+        *TK,
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        f"nbd+unix:///?socket={sock}",
+        "--yes",
+        "--out",
+        str(out),
+        "--no-report",
+    ]
+    for o in [*FAST, "tests.iops.rounds.max_excursion=0.0000001"]:
+        args += ["--set", o]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 4, run.stderr[-2000:]
+    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("tkbench:")]
+    assert len(errors) == 1 and "Traceback" not in run.stderr
+    assert "error" in errors[0].lower()
+    data = load_run(out)
+    assert data.manifest["status"] == "failed"
+    assert list((out / "tests").glob("*/failed/*.out"))  # fio's output of the failed round kept
+    show = subprocess.run(
+        [*TK, "show", str(out), "--json"], capture_output=True, text=True, check=False
+    )
+    assert show.returncode == 0
+    assert json.loads(show.stdout)["status"] == "failed"
+
+
+def test_a_drive_that_disappears_mid_run(
+    tmp_path: Path, stop_all: list[subprocess.Popen[str]]
+) -> None:
+    sock = tmp_path / "S"
+    emu = _emulate(sock, "--capacity", "32M", "--disconnect-after", "4")
+    stop_all.append(emu)
+    out = tmp_path / "run"
+    args = [
+        *TK,
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        f"nbd+unix:///?socket={sock}",
+        "--yes",
+        "--out",
+        str(out),
+        "--no-report",
+    ]
+    for o in [*FAST, "tests.iops.rounds.max_excursion=0.0000001"]:
+        args += ["--set", o]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 4, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert load_run(out).manifest["status"] == "failed"
+    emu.communicate(timeout=20)
+    assert emu.returncode == 0  # the emulator really went away (an injected disconnect)
+
+
+def test_demo_command_runs_and_stops_its_emulator(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    args = [*TK, "demo", "--out", str(out), "--capacity", "32M"]
+    for o in [
+        *FAST,
+        "tests.iops.rounds.max=2",
+        "tests.iops.rounds.window=2",
+        "tests.throughput.enabled=false",
+        "tests.latency.enabled=false",
+        "tests.wsat.stop_written_multiple=1",
+    ]:
+        args += ["--set", o]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"Run directory: {out}" in run.stdout
+    data = load_run(out)
+    assert data.manifest["status"] == "complete"
+    assert data.manifest["target"]["identity"]["emulated"] is True
+    assert subprocess.run(["pgrep", "-f", "tkbench-demo-"], capture_output=True).returncode == 1
