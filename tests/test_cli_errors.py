@@ -172,3 +172,33 @@ def test_real_process_prints_one_line(argv: list[str]) -> None:
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def test_missing_fio_is_a_tool_failure_with_a_hint(tmp_path: Path) -> None:
+    # PATH without fio: a real process, as on a machine where fio is not installed
+    env = {**os.environ, "PATH": str(tmp_path)}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tkbench",
+            "run",
+            "--target",
+            str(tmp_path / "t.img"),
+            "--size",
+            "16M",
+            "--yes",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 4
+    assert proc.stderr.strip() == (
+        "tkbench: error: required program 'fio' not found on PATH "
+        "(install the Debian package 'fio')"
+    )
+    assert not (tmp_path / "t.img").exists() and not (tmp_path / "run").exists()
