@@ -1,0 +1,302 @@
+"""The report's pure parts: formatting, window means, steady-state windows, histograms,
+status of partial runs, options, and the HTML of odd runs (no PDF needed)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tkbench import store
+from tkbench.errors import InputError
+from tkbench.report import analysis, fmt, header, options, procedure, records, render
+from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
+from tkbench.store import RunData
+
+# --------------------------------------------------------------------------- records
+
+
+def direction(
+    iops: float, bs: int, lat_ms: float, pct: dict[str, float] | None = None
+) -> dict[str, Any]:
+    if iops == 0:
+        return {
+            "io_bytes": 0,
+            "iops": 0.0,
+            "bw_bytes": 0.0,
+            "lat_mean_ns": 0.0,
+            "lat_max_ns": 0.0,
+            "percentiles_ns": {},
+        }
+    return {
+        "io_bytes": int(iops * bs),
+        "total_ios": int(iops),
+        "iops": iops,
+        "bw_bytes": iops * bs,
+        "lat_mean_ns": lat_ms * 1e6,
+        "lat_max_ns": lat_ms * 1e7,
+        "percentiles_ns": {k: v * 1e6 for k, v in (pct or {}).items()},
+    }
+
+
+def point(bs: int, read_pct: int, iops: float, lat_ms: float = 1.0) -> dict[str, Any]:
+    f = read_pct / 100
+    r = direction(iops * f, bs, lat_ms, {"99.99": lat_ms * 5})
+    w = direction(iops * (1 - f), bs, lat_ms * 2, {"99.99": lat_ms * 9})
+    return {
+        "bs": bs,
+        "read_pct": read_pct,
+        "iops": iops,
+        "bw_bytes": iops * bs,
+        "lat_mean_ns": lat_ms * 1e6,
+        "lat_max_ns": lat_ms * 1e7,
+        "read": r,
+        "write": w,
+    }
+
+
+def record(n: int, iops: dict[tuple[int, int], float], segment: int = 1) -> dict[str, Any]:
+    pts = [point(bs, rp, v) for (bs, rp), v in iops.items()]
+    return {
+        "round": n,
+        "segment": segment,
+        "started": 1_700_000_000.0 + 100 * n,
+        "ended": 1_700_000_000.0 + 100 * n + 60,
+        "points": pts,
+        "tracking": {"iops 4k 0/100": iops[(4096, 0)]},
+        "written_bytes": 1_000_000,
+        "total_written_bytes": 1_000_000 * n,
+    }
+
+
+def plan(kind: str = "steady", window: int = 3, max_rounds: int = 10) -> dict[str, Any]:
+    pts = [
+        {"bs": bs, "read_pct": rp, "runtime": 1.0, "pattern": "random"}
+        for bs in (65536, 4096)
+        for rp in (100, 0)
+    ]
+    return {
+        "name": "iops",
+        "title": "IOPS",
+        "kind": kind,
+        "purge": True,
+        "precondition": {"total_bytes": 2_000_000, "bs": 131072, "numjobs": 1, "iodepth": 1},
+        "points": pts,
+        "tracking": ["iops 4k 0/100"],
+        "active_bytes": 1_000_000,
+        "active_range": 100,
+        "workload": {
+            "numjobs": 2,
+            "iodepth": 8,
+            "data_pattern": "random",
+            "direct": True,
+            "ioengine": "auto",
+        },
+        "rounds": {
+            "max": max_rounds,
+            "window": window,
+            "max_excursion": 0.2,
+            "max_slope_excursion": 0.1,
+        },
+        "percentiles": [99.99],
+        "histogram": False,
+        "notes": [],
+    }
+
+
+def rounds_of(values: list[float], segments: list[int] | None = None) -> list[dict[str, Any]]:
+    segments = segments or [1] * len(values)
+    return [
+        record(
+            n,
+            {(65536, 100): 1000.0, (65536, 0): 500.0, (4096, 100): 9000.0, (4096, 0): v},
+            segment=s,
+        )
+        for n, (v, s) in enumerate(zip(values, segments, strict=True), 1)
+    ]
+
+
+def manifest(status: str = "complete", **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "tkbench-run",
+        "schema": 1,
+        "status": status,
+        "started": 1_700_000_000.0,
+        "ended": 1_700_003_600.0,
+        "tests": ["iops", "wsat"],
+        "profile": {
+            "name": "p",
+            "source": "/profiles/p.toml",
+            "resolved": {"report": {"title": "From profile", "logo": "logo.png"}},
+        },
+        "target": {
+            "spec": "/dev/x",
+            "kind": "block",
+            "capacity_bytes": 10**12,
+            "identity": {"model": "M", "serial": "S", "firmware": "F"},
+        },
+        **extra,
+    }
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (81978.4, "81,978"),
+        (1701.6, "1,702"),
+        (712.43, "712.4"),
+        (0.0674419, "0.06744"),
+        (999.96, "1,000"),
+        (0.0, "0"),
+        (None, "–"),
+        (math.nan, "–"),
+        (math.inf, "–"),
+    ],
+)
+def test_sig(value: float | None, text: str) -> None:
+    assert fmt.sig(value) == text
+
+
+def test_other_formats() -> None:
+    assert fmt.rounds([21, 22, 23, 24, 25]) == "21–25"
+    assert fmt.rounds([3, 5]) == "3, 5"
+    assert fmt.duration(60.0) == "60 s"
+    assert fmt.size(25_276_502_016) == "23.54 GiB"
+    assert fmt.size(131072) == "128 KiB"
+    assert fmt.when(0) == "–"
+    assert fmt.when(1_740_988_800) == "2025-03-03 08:00:00 UTC"
+    assert fmt.capacity(10**12).startswith("1,000 GB (931.3 GiB")
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def test_window_means_and_directions() -> None:
+    recs = rounds_of([100.0, 200.0, 300.0])
+    means = records.point_means(recs)
+    pm = means[(4096, 0)]
+    assert pm.iops == pytest.approx(200.0)
+    assert pm.rounds == 3
+    assert set(pm.directions) == {"write"}  # no reads in a 0/100 point
+    assert pm.directions["write"].percentiles_ms["99.99"] == pytest.approx(9.0)
+    assert means[(4096, 100)].bw_mbs == pytest.approx(9000 * 4096 / 1e6)
+
+
+def test_window_is_the_steady_rounds_or_the_last_rounds_of_the_last_segment() -> None:
+    steady = store.TestData("iops", plan(window=3), rounds=rounds_of([500.0, 100.0, 101.0, 102.0]))
+    assert records.measurement_window(steady) == (2, 3, 4)
+    resumed = rounds_of([100.0, 100.0, 100.0, 100.0, 90.0], segments=[1, 1, 1, 2, 2])
+    window = records.measurement_window(store.TestData("iops", plan(window=3), rounds=resumed))
+    assert window == (4, 5)
+    assert [r["round"] for r in records.window_records(resumed, window)] == [4, 5]
+    fixed = store.TestData("f", plan(kind="fixed"), rounds=steady.rounds)
+    assert records.measurement_window(fixed) == (1, 2, 3, 4)
+
+
+def test_histogram_rebinning_keeps_every_io() -> None:
+    bins = analysis.merge_bins(
+        [{"bins_ns": {"10000": 5, "20000": 7}}, {"bins_ns": {"10000": 1, "5000000": 2}}]
+    )
+    assert bins == {10000: 6, 20000: 7, 5000000: 2}
+    edges, counts = analysis.log_histogram(bins)
+    assert sum(counts) == 15
+    assert len(edges) == len(counts) + 1
+    assert all(b > a for a, b in itertools.pairwise(edges))
+    assert edges[0] <= 0.01 <= edges[-1] and edges[0] <= 5.0 <= edges[-1]
+
+
+# --------------------------------------------------------------------------- status and text
+
+
+def test_test_status_of_partial_runs() -> None:
+    t = store.TestData("iops", plan(), rounds=rounds_of([1.0, 2.0]))
+    assert analysis.test_status(t, "failed", "fio died")[0] == FAILED
+    assert "fio died" in analysis.test_status(t, "failed", "fio died")[1]
+    assert analysis.test_status(t, "interrupted", "")[0] == INTERRUPTED
+    assert analysis.test_status(t, "running", "")[0] == INCOMPLETE
+    t.result = {"status": "complete"}
+    assert analysis.test_status(t, "failed", "x")[0] == COMPLETE
+
+
+def test_not_steady_test_keeps_its_numbers_and_says_so() -> None:
+    ramp = [1000.0 * (1 + 0.2 * i) for i in range(10)]
+    run = RunData(Path("/r"), manifest(), [store.TestData("iops", plan(), rounds=rounds_of(ramp))])
+    rep = analysis.analyze(run, options.resolve_options(run.manifest), 0.0)
+    (t,) = rep.tests
+    assert t.steady is False
+    assert t.window == (8, 9, 10)
+    assert "NOT reached after 10 of at most 10 rounds" in t.verdict
+    assert "NOT steady state" in t.window_basis
+    (h,) = rep.headlines
+    assert h.write == pytest.approx(sum(ramp[-3:]) / 3)
+    assert h.read == pytest.approx(9000.0)
+    assert h.steady is False
+    assert any("NOT reached" in w for w in rep.warnings)
+    assert rep.not_run == ("wsat",)
+
+
+def test_options_come_from_the_profile_unless_given() -> None:
+    m = manifest()
+    o = options.resolve_options(m)
+    assert o.title == "From profile"
+    assert o.logo == Path("/profiles/logo.png")
+    assert o.paper == "A4"
+    o = options.resolve_options(m, title="T", logo="x.svg", paper="letter")
+    assert (o.title, o.logo, o.paper) == ("T", Path("x.svg"), "Letter")
+    with pytest.raises(InputError):
+        options.resolve_options(m, paper="A5")
+
+
+def test_flags_for_synthetic_emulated_and_unfinished_runs() -> None:
+    m = manifest(status="interrupted", synthetic=True)
+    m["target"]["identity"]["emulated"] = True
+    flag = header.flag(m)
+    assert "SYNTHETIC DATA" in flag and "EMULATED DRIVE" in flag and "INTERRUPTED RUN" in flag
+    assert len(header.alerts(m)) == 3
+    assert header.flag(manifest()) == ""
+
+
+def test_html_of_a_run_stopped_before_its_first_round() -> None:
+    """A test with a plan and a purge record but no round yet still renders."""
+    run = RunData(
+        Path("/r"),
+        manifest(status="interrupted"),
+        [
+            store.TestData(
+                "iops",
+                plan(),
+                purge={"method": "nvme-format", "pts_compliant": True, "seconds": 3.0, "notes": []},
+            )
+        ],
+    )
+    rep = analysis.analyze(run, options.resolve_options(run.manifest), 0.0)
+    (t,) = rep.tests
+    assert t.status == INTERRUPTED and not t.convergence and not t.rounds
+    doc = render.build_document(rep)
+    assert "No round was completed" in doc.html
+    assert "nvme-format (PTS-compliant)" in doc.html
+    assert "planned (0.002000 GB), but not recorded" in doc.html
+    assert "INTERRUPTED RUN" in doc.html
+
+
+def test_health_rows_before_and_after() -> None:
+    before = {
+        "source": "nvme smart-log",
+        "temperature_c": 35.0,
+        "media_errors": 0,
+        "bytes_written": 10**12,
+        "percentage_used": 1,
+    }
+    after = {**before, "temperature_c": 51.0, "bytes_written": 3 * 10**12}
+    rows = {r[0]: (r[1], r[2]) for r in procedure.health_rows(before, after)}
+    assert rows["Temperature (°C)"] == ("35", "51")
+    assert rows["Data written (GB)"] == ("1,000", "3,000")
+    assert rows["Media and data integrity errors"] == ("0", "0")
+    assert "Power-on hours" not in rows
+    assert procedure.health_rows({"source": "none", "notes": ["no SMART data"]}, None) == ()

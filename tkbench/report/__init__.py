@@ -1,0 +1,107 @@
+"""The report a customer receives: a run directory -> PDF, with the same HTML beside it.
+
+Compute first, render second: :mod:`.analysis` turns the stored records into
+the report model (pure), :mod:`.figures` draws it (SVG) and :mod:`.render`
+lays it out (Jinja2 -> HTML -> WeasyPrint -> PDF).  Rendering needs only the
+run directory: no fio, no device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, RunDirError
+from ..store import RunData, load_run, write_atomic
+
+__all__ = ["build_comparison", "build_report"]
+
+
+def build_report(
+    run_dir: Path | str,
+    out_pdf: Path | str,
+    *,
+    title: str | None = None,
+    operator: str | None = None,
+    organisation: str | None = None,
+    logo: Path | str | None = None,
+    paper: str | None = None,
+) -> Path:
+    """Write the PDF report of ``run_dir`` to ``out_pdf`` and the HTML beside it.
+
+    Options left as None come from the run's profile (``[report]`` table).
+    Returns the PDF's path; the HTML has the same stem and ``.html``.
+    """
+    from . import analysis, options, render
+
+    run_dir, out_pdf = Path(run_dir), Path(out_pdf)
+    if out_pdf.suffix.lower() != ".pdf":
+        raise InputError(f"{out_pdf}: the report file name must end in .pdf")
+    if not run_dir.exists():
+        raise RunDirError(f"{run_dir}: no such run directory")
+    run = load_run(run_dir)
+    opts = options.resolve_options(
+        run.manifest,
+        title=title,
+        operator=operator,
+        organisation=organisation,
+        logo=logo,
+        paper=paper,
+    )
+    logo_data = render.load_logo(opts.logo) if opts.logo else None
+    report = analysis.analyze(run, opts, generated=time.time())
+    doc = render.build_document(report, logo_data)
+    pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
+    _make_parent(out_pdf)
+    write_atomic(out_pdf.with_suffix(".html"), doc.html)
+    _write_bytes(out_pdf, pdf)
+    return out_pdf
+
+
+def build_comparison(runs: Sequence[RunData], rows: Sequence[Any], out_pdf: Path | str) -> Path:
+    """Write the comparison PDF of ``runs`` (rows of :func:`tkbench.compare.compare`) and
+    its HTML beside it.  Returns the PDF's path."""
+    from . import comparison, render
+
+    out_pdf = Path(out_pdf)
+    if out_pdf.suffix.lower() != ".pdf":
+        raise InputError(f"{out_pdf}: the comparison file name must end in .pdf")
+    if not runs:
+        raise InputError("nothing to compare: no run given")
+    model = comparison.comparison_model(runs, rows, generated=time.time())
+    html = render.render_comparison(model)
+    pdf, _pages = render.render_pdf(html, render.AssetFetcher({}))
+    _make_parent(out_pdf)
+    write_atomic(out_pdf.with_suffix(".html"), html)
+    _write_bytes(out_pdf, pdf)
+    return out_pdf
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path.parent}: cannot create: {exc.strerror or exc}") from None
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Atomically, like every file tkbench writes: a reader never sees half a PDF."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

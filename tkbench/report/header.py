@@ -1,0 +1,278 @@
+"""The run-level parts of the report: device, platform, run, set-up, warnings (pure).
+
+This is the report header in the manner of the SNIA PTS, read from the manifest
+and the tests' records.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..store import RunData
+from . import fmt
+from .model import COMPLETE, Row, TestReport
+from .options import ReportOptions
+from .procedure import outstanding, precondition_text, purge_text, stop_rule
+from .records import as_dict, num, workload
+
+
+def identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    return as_dict(as_dict(manifest.get("target")).get("identity"))
+
+
+def is_emulated(manifest: Mapping[str, Any]) -> bool:
+    ident = identity(manifest)
+    return bool(ident.get("emulated")) or "emulator" in str(ident.get("model", "")).lower()
+
+
+def is_synthetic(manifest: Mapping[str, Any]) -> bool:
+    return manifest.get("synthetic") is True
+
+
+def text_or(value: object, default: str = "unknown") -> str:
+    if value is None or value == "":
+        return default
+    return str(value)
+
+
+def device_rows(manifest: Mapping[str, Any]) -> tuple[Row, ...]:
+    target = as_dict(manifest.get("target"))
+    ident = identity(manifest)
+    cap = int(num(target.get("capacity_bytes") or ident.get("capacity_bytes")))
+    logical = target.get("logical_sector") or ident.get("logical_sector")
+    physical = ident.get("physical_sector")
+    rows = [
+        Row("Model", text_or(ident.get("model"))),
+        Row("Serial number", text_or(ident.get("serial"))),
+        Row("Firmware", text_or(ident.get("firmware"))),
+        Row("User capacity", fmt.capacity(cap)),
+        Row(
+            "Sector size (logical / physical)",
+            f"{text_or(logical, '?')} / {text_or(physical, '?')} bytes",
+        ),
+        Row("Interface", text_or(ident.get("interface"))),
+        Row("Volatile write cache", text_or(ident.get("write_cache"))),
+        Row("Target", f"{text_or(target.get('spec'))} ({text_or(target.get('kind'))})", mono=True),
+    ]
+    if ident.get("emulator"):
+        rows.append(Row("Emulator", str(ident["emulator"])))
+    return tuple(rows)
+
+
+def platform_rows(manifest: Mapping[str, Any]) -> tuple[Row, ...]:
+    host = as_dict(manifest.get("host"))
+    servers = manifest.get("fio_servers") or []
+    rows = [
+        Row("Host name", text_or(host.get("hostname"))),
+        Row("CPU", f"{text_or(host.get('cpu'))} ({text_or(host.get('cpus'), '?')} logical CPUs)"),
+        Row(
+            "Memory",
+            fmt.size(num(host.get("memory_bytes"))) if host.get("memory_bytes") else "unknown",
+        ),
+        Row("Operating system", text_or(host.get("os"))),
+        Row("Kernel", f"{text_or(host.get('kernel'))} ({text_or(host.get('machine'), '?')})"),
+        Row("fio", text_or(manifest.get("fio_version"))),
+        Row("tkbench", text_or(manifest.get("tkbench_version"))),
+    ]
+    if servers:
+        rows.append(Row("fio servers", ", ".join(str(s) for s in servers)))
+    return tuple(rows)
+
+
+def run_rows(
+    manifest: Mapping[str, Any], options: ReportOptions, generated: float
+) -> tuple[Row, ...]:
+    profile = as_dict(manifest.get("profile"))
+    resolved = as_dict(profile.get("resolved"))
+    started, ended = manifest.get("started"), manifest.get("ended")
+    cmd = manifest.get("command_line") or []
+    rows = [
+        Row(
+            "Profile",
+            f"{text_or(profile.get('name'))}: {text_or(resolved.get('description'), '')}",
+        ),
+        Row("Profile file", text_or(profile.get("source")), mono=True),
+        Row("Command line", shlex.join(str(c) for c in cmd) if cmd else "unknown", mono=True),
+        Row("Run started", fmt.when(num(started) or None)),
+        Row("Run ended", fmt.when(num(ended) or None)),
+    ]
+    if started and ended:
+        rows.append(Row("Run duration", fmt.duration(num(ended) - num(started))))
+    rows.append(Row("Run status", text_or(manifest.get("status"))))
+    for r in manifest.get("resumes") or []:
+        r = as_dict(r)
+        rows.append(
+            Row(
+                "Resumed",
+                f"{fmt.when(num(r.get('at')) or None)}: test {text_or(r.get('test'))}, "
+                f"{text_or(r.get('action'))} ({text_or(r.get('rounds_kept'), '0')} rounds kept)",
+            )
+        )
+    rows.append(Row("Report generated", fmt.when(generated)))
+    if options.operator:
+        rows.append(Row("Operator", options.operator))
+    if options.organisation:
+        rows.append(Row("Organisation", options.organisation))
+    return tuple(rows)
+
+
+def setup_rows(run: RunData) -> tuple[Row, ...]:
+    """SNIA-style set-up parameters, test by test where they differ."""
+
+    def per_test(value: Any) -> str:
+        groups: dict[str, list[str]] = {}
+        for t in run.tests:
+            groups.setdefault(value(t), []).append(str(t.plan.get("title", t.name)))
+        if len(groups) == 1:
+            return next(iter(groups))
+        return "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
+
+    ident = identity(run.manifest)
+    rows = [
+        Row("Data pattern", per_test(lambda t: str(workload(t.plan).get("data_pattern", "?")))),
+        Row(
+            "ActiveRange",
+            per_test(lambda t: f"{num(t.plan.get('active_range'), 100):g} %"),
+        ),
+        Row("Outstanding I/O", per_test(lambda t: outstanding(t.plan))),
+        Row("Purge", per_test(lambda t: purge_text(t.plan, t.purge))),
+        Row(
+            "Preconditioning",
+            per_test(lambda t: precondition_text(t.plan, t.precondition)),
+        ),
+        Row("Volatile write cache", text_or(ident.get("write_cache"))),
+        Row(
+            "Steady-state criterion",
+            per_test(
+                lambda t: (
+                    stop_rule(t.plan, 0) if t.plan.get("kind") == "steady" else "none (by design)"
+                )
+            ),
+        ),
+        Row(
+            "Units",
+            "IOPS = I/O operations per second; MB/s = 10⁶ bytes per second; "
+            "GB = 10⁹ bytes; response times in ms; block sizes in KiB (4k = 4,096 bytes)",
+        ),
+    ]
+    return tuple(rows)
+
+
+def run_status_text(manifest: Mapping[str, Any]) -> str:
+    status = str(manifest.get("status", "unknown"))
+    error = manifest.get("error")
+    if status == "complete":
+        return "The run is complete."
+    if status == "failed":
+        why = f": {error}" if error else ""
+        return f"The run FAILED{why}. The report shows what was measured before the failure."
+    if status == "interrupted":
+        return (
+            "The run was INTERRUPTED. The report shows the rounds completed before the "
+            "interruption; the run can be resumed."
+        )
+    return (
+        "The run has not finished (it was still running, or was killed). The report shows "
+        "what was stored."
+    )
+
+
+def alerts(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a reader must know before any number: synthetic, emulated, incomplete."""
+    out = []
+    if is_synthetic(manifest):
+        out.append(
+            "SYNTHETIC DATA — NOT A MEASUREMENT. No drive was tested for this report: every "
+            "number was generated by tkbench's synthetic run generator to show and test the "
+            "report. Do not use these numbers for any decision."
+        )
+    if is_emulated(manifest):
+        out.append(
+            "EMULATED DRIVE. The drive under test was tkbench's bundled SSD emulator, not a real "
+            "drive: the numbers describe the emulator's model of an SSD, not any product."
+        )
+    if manifest.get("status") != "complete":
+        out.append(run_status_text(manifest))
+    return tuple(out)
+
+
+def flag(manifest: Mapping[str, Any]) -> str:
+    """The short warning repeated in every page header."""
+    parts = []
+    if is_synthetic(manifest):
+        parts.append("SYNTHETIC DATA — NOT A MEASUREMENT")
+    if is_emulated(manifest):
+        parts.append("EMULATED DRIVE — NOT A REAL DEVICE")
+    status = manifest.get("status")
+    if status != "complete":
+        parts.append(f"{str(status or 'unfinished').upper()} RUN")
+    return " · ".join(parts)
+
+
+def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
+    """Caveats that qualify the numbers."""
+    m = run.manifest
+    out = []
+    ident = identity(m)
+    if as_dict(m.get("target")).get("kind") == "file" or ident.get("interface") == "file":
+        out.append(
+            "The target was a regular file: the results describe the file system and the "
+            "drive beneath it, not a drive on its own."
+        )
+    non_compliant = [
+        t.plan.get("title", t.name)
+        for t in run.tests
+        if t.purge and not t.purge.get("pts_compliant")
+    ]
+    if non_compliant:
+        out.append(
+            "The purge before "
+            + ", ".join(str(n) for n in non_compliant)
+            + " was not a PTS-compliant purge."
+        )
+    not_steady = [t.title for t in tests if t.steady is False]
+    if not_steady:
+        out.append(
+            "Steady state was NOT reached in: "
+            + ", ".join(not_steady)
+            + ". Their numbers are shown, marked, and are not steady-state results."
+        )
+    return tuple(out)
+
+
+def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
+    m = run.manifest
+    ident = identity(m)
+    profile = as_dict(m.get("profile"))
+    cap = int(num(as_dict(m.get("target")).get("capacity_bytes")))
+    lines = [
+        f"This report presents the results of the tkbench profile "
+        f"“{text_or(profile.get('name'))}” on {text_or(ident.get('model'))} "
+        f"(serial number {text_or(ident.get('serial'))}, "
+        f"firmware {text_or(ident.get('firmware'))}, "
+        f"{fmt.gb(cap)} user capacity), run from {fmt.when(num(m.get('started')) or None)} "
+        f"to {fmt.when(num(m.get('ended')) or None)}. {run_status_text(m)}"
+    ]
+    for t in tests:
+        verdict = t.verdict or t.status_text
+        status = "" if t.status == COMPLETE else f" [{t.status_text}]"
+        lines.append(f"{t.title}: {verdict}{status}")
+    return tuple(lines)
+
+
+def device_line(manifest: Mapping[str, Any]) -> str:
+    """Model, serial number and firmware: the running footer of every page."""
+    ident = identity(manifest)
+    return (
+        f"{text_or(ident.get('model'))} · S/N {text_or(ident.get('serial'))} · "
+        f"FW {text_or(ident.get('firmware'))}"
+    )
+
+
+def run_notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """Notes of the target's identification and of the planning."""
+    notes = [str(n) for n in identity(manifest).get("notes", []) if n]
+    notes += [str(n) for n in manifest.get("plan_notes", []) if n]
+    return tuple(notes)

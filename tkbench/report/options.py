@@ -1,0 +1,69 @@
+"""Report options: what the command line gives, else the run's profile ``[report]`` table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .records import as_dict
+
+PAPERS = {"a4": "A4", "letter": "Letter"}
+DEFAULT_TITLE = "SSD Performance Report"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    title: str
+    operator: str
+    organisation: str
+    logo: Path | None
+    paper: str
+
+
+def normalise_paper(paper: str) -> str:
+    try:
+        return PAPERS[paper.strip().lower()]
+    except KeyError:
+        raise InputError(f"paper size {paper!r}: use A4 or Letter") from None
+
+
+def resolve_options(
+    manifest: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    operator: str | None = None,
+    organisation: str | None = None,
+    logo: str | Path | None = None,
+    paper: str | None = None,
+) -> ReportOptions:
+    """Explicit options win; the rest comes from the run's profile ``[report]`` table.
+
+    A relative logo path from the profile is taken relative to the profile file.
+    """
+    profile = as_dict(manifest.get("profile"))
+    defaults = as_dict(as_dict(profile.get("resolved")).get("report"))
+    logo_path: Path | None = None
+    if logo is not None and str(logo):
+        logo_path = Path(logo)
+    elif defaults.get("logo"):
+        logo_path = Path(str(defaults["logo"]))
+        source = profile.get("source")
+        if not logo_path.is_absolute() and isinstance(source, str) and source:
+            logo_path = Path(source).parent / logo_path
+    return ReportOptions(
+        title=_first_text(title, defaults.get("title"), DEFAULT_TITLE),
+        operator=_first_text(operator, defaults.get("operator"), ""),
+        organisation=_first_text(organisation, defaults.get("organisation"), ""),
+        logo=logo_path,
+        paper=normalise_paper(_first_text(paper, defaults.get("paper"), "A4")),
+    )
+
+
+def _first_text(*values: object) -> str:
+    for v in values:
+        if v is not None and str(v) != "":
+            return str(v)
+    return ""

@@ -1,0 +1,218 @@
+"""The procedure of a test, in words, generated from the plan that ran and its records.
+
+Never boilerplate: every number comes from the stored plan (``test.json``) or
+from the purge and preconditioning records, so the text cannot disagree with
+the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..store import TestData
+from ..units import format_size
+from . import fmt
+from .model import Row
+from .records import (
+    as_dict,
+    block_sizes,
+    last_segment,
+    mix_label,
+    mixes,
+    num,
+    plan_points,
+    segment_of,
+    tracking_of,
+    workload,
+)
+
+
+def outstanding(plan: Mapping[str, Any]) -> str:
+    wl = workload(plan)
+    jobs, qd = int(wl.get("numjobs", 1)), int(wl.get("iodepth", 1))
+    return f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd} ({jobs * qd} outstanding I/Os)"
+
+
+def purge_text(plan: Mapping[str, Any], purge: Mapping[str, Any] | None) -> str:
+    if not plan.get("purge"):
+        return "none (not part of this test's plan)"
+    if purge is None:
+        return "planned, but no purge was recorded (the test stopped before it)"
+    method = str(purge.get("method", "unknown"))
+    compliant = "PTS-compliant" if purge.get("pts_compliant") else "NOT a PTS-compliant purge"
+    return f"{method} ({compliant}), {fmt.duration(num(purge.get('seconds')))}"
+
+
+def precondition_text(plan: Mapping[str, Any], pre: Mapping[str, Any] | None) -> str:
+    planned = as_dict(plan.get("precondition"))
+    if not planned:
+        if plan.get("kind") == "saturation":
+            return "none: write saturation starts from the purged drive, as PTS prescribes"
+        return "none (not part of this test's plan)"
+    if pre is None:
+        return (
+            f"planned ({fmt.gb(num(planned.get('total_bytes')))}), but not recorded "
+            "(the test stopped before it)"
+        )
+    active = num(plan.get("active_bytes"))
+    written = num(pre.get("written_bytes"))
+    jobs, qd = int(pre.get("numjobs", 1)), int(pre.get("iodepth", 1))
+    times = f" = {written / active:.2f}× the ActiveRange" if active else ""
+    return (
+        f"{fmt.gb(written)} of {format_size(int(pre.get('bs', 0)))} sequential writes{times}, "
+        f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd}, "
+        f"in {fmt.duration(num(pre.get('seconds')))}"
+    )
+
+
+def stop_rule(plan: Mapping[str, Any], capacity: int) -> str:
+    kind = plan.get("kind")
+    lim = as_dict(plan.get("rounds"))
+    if kind == "steady":
+        return (
+            f"steady state of every tracking variable over a window of {lim.get('window', 5)} "
+            f"rounds (data excursion ≤ {fmt.limit(num(lim.get('max_excursion'), 0.2))} "
+            f"and slope excursion ≤ {fmt.limit(num(lim.get('max_slope_excursion'), 0.1))} "
+            f"of the window mean), or at most {lim.get('max', '?')} rounds"
+        )
+    if kind == "saturation":
+        mult = num(plan.get("stop_written_multiple"), 0.0)
+        return (
+            f"{mult:g}× the user capacity written ({fmt.gb(mult * capacity)}) or "
+            f"{fmt.duration(num(plan.get('max_duration')))}, whichever comes first"
+        )
+    return f"{plan.get('repeat', 1)} repetition(s)"
+
+
+def ioengine(plan: Mapping[str, Any], target_kind: str) -> str:
+    """The fio I/O engine the plan's ``auto`` meant for the target (as tkbench.target does)."""
+    engine = str(workload(plan).get("ioengine", "auto"))
+    if engine != "auto":
+        return engine
+    if target_kind in ("file", "block"):
+        return "libaio (auto)"
+    if target_kind == "nbd":
+        return "nbd (auto)"
+    return "auto"
+
+
+def parameters(t: TestData, capacity: int, target_kind: str = "") -> tuple[Row, ...]:
+    plan = t.plan
+    wl = workload(plan)
+    pts = plan_points(plan)
+    runtimes = sorted({num(p.get("runtime")) for p in pts})
+    round_s = math.fsum(num(p.get("runtime")) for p in pts)
+    pattern = str(pts[0].get("pattern", "?")) if pts else "?"
+    rows = [
+        Row("Access pattern", pattern),
+        Row("Block sizes", ", ".join(format_size(b) for b in block_sizes(plan))),
+        Row("R/W mixes (% read / % write)", ", ".join(mix_label(m) for m in mixes(plan))),
+        Row(
+            "Workload points per round",
+            f"{len(pts)}, back to back, "
+            f"{' / '.join(fmt.duration(r) for r in runtimes)} each "
+            f"({fmt.duration(round_s)} per round)",
+        ),
+        Row("Outstanding I/O", outstanding(plan)),
+        Row(
+            "ActiveRange",
+            f"{num(plan.get('active_range'), 100):g} % of the user capacity "
+            f"({fmt.gb(num(plan.get('active_bytes')))})",
+        ),
+        Row("Data pattern", str(wl.get("data_pattern", "?"))),
+        Row(
+            "I/O",
+            f"{'direct (O_DIRECT)' if wl.get('direct', True) else 'buffered'}, "
+            f"ioengine {ioengine(plan, target_kind)}",
+        ),
+        Row("Purge", purge_text(plan, t.purge)),
+        Row("Preconditioning", precondition_text(plan, t.precondition)),
+        Row("Stop rule", stop_rule(plan, capacity)),
+    ]
+    if plan.get("tracking"):
+        rows.append(
+            Row(
+                "Tracking variables",
+                ", ".join(f"{x.label} ({x.unit})" for x in tracking_of(plan)),
+            )
+        )
+    if plan.get("percentiles"):
+        rows.append(
+            Row(
+                "Latency percentiles recorded",
+                ", ".join(f"{float(p):g} %" for p in plan["percentiles"])
+                + (
+                    " and response-time histograms (fio json+ bins)"
+                    if plan.get("histogram")
+                    else ""
+                ),
+            )
+        )
+    return tuple(rows)
+
+
+def saturation_stop(t: TestData, capacity: int) -> str:
+    """Which limit ended a write-saturation test."""
+    if t.result is None or not t.rounds or not capacity:
+        return ""
+    written = num(t.rounds[-1].get("total_written_bytes"))
+    mult = num(t.plan.get("stop_written_multiple"))
+    if mult and written >= mult * capacity:
+        return f" It stopped when {mult:g}× the user capacity had been written."
+    return " It stopped at its time limit."
+
+
+def outcome(t: TestData, capacity: int = 0) -> str:
+    if not t.rounds:
+        return "No round was completed."
+    first, last = t.rounds[0], t.rounds[-1]
+    start, end = num(first.get("started")), num(last.get("ended"))
+    n = len(t.rounds)
+    text = (
+        f"{n} round{'s' if n != 1 else ''} ran from {fmt.when(start)} to {fmt.when(end)} "
+        f"({fmt.duration(end - start)})."
+    )
+    segments = sorted({segment_of(r) for r in t.rounds})
+    if len(segments) > 1:
+        seg = last_segment(t.rounds)
+        text += (
+            " The run was resumed after a pause: rounds "
+            f"{fmt.rounds([int(r['round']) for r in seg])} form segment {segments[-1]}, "
+            "begun after fresh preconditioning; the measurement window lies in that segment."
+        )
+    if t.plan.get("kind") == "saturation":
+        text += saturation_stop(t, capacity)
+    return text
+
+
+HEALTH_FIELDS = (
+    ("temperature_c", "Temperature (°C)"),
+    ("critical_warning", "Critical warning"),
+    ("available_spare", "Available spare (%)"),
+    ("percentage_used", "Percentage used (%)"),
+    ("media_errors", "Media and data integrity errors"),
+    ("power_on_hours", "Power-on hours"),
+    ("bytes_written", "Data written (GB)"),
+)
+
+
+def health_rows(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> tuple[tuple[str, str, str], ...]:
+    """SMART values before and after a test, where the drive reported them."""
+    snaps = [s if s and s.get("source") not in (None, "none") else None for s in (before, after)]
+    if not any(snaps):
+        return ()
+
+    def show(snap: Mapping[str, Any] | None, key: str) -> str:
+        value = (snap or {}).get(key)
+        if value is None:
+            return fmt.DASH
+        if key == "bytes_written":
+            return fmt.sig(float(value) / fmt.GB)
+        return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+    rows = [(label, show(snaps[0], key), show(snaps[1], key)) for key, label in HEALTH_FIELDS]
+    return tuple(r for r in rows if r[1] != fmt.DASH or r[2] != fmt.DASH)

@@ -1,0 +1,280 @@
+"""Report model -> self-contained HTML (Jinja2) -> PDF (WeasyPrint).
+
+Safety:
+
+* Jinja2 autoescaping is on for every template: a device model, an operator
+  name or a command line is always text, never markup.  The only markup not
+  produced by the templates is tkbench's own: the bundled stylesheet and the
+  SVG figures made by :mod:`.figures`.
+* WeasyPrint fetches resources only through :class:`AssetFetcher`, which serves
+  the assets registered for this document (the logo, as a ``data:`` URI) and
+  raises for every other URL: no local file, no network.  Fonts come from
+  fontconfig (DejaVu), so no font is fetched by URL either.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+with warnings.catch_warnings():
+    # Without libharfbuzz-subset, WeasyPrint subsets fonts with fontTools (slower, same
+    # result) and says so with a DeprecationWarning at import: not a user's concern.
+    warnings.filterwarnings(
+        "ignore", message="HarfBuzz-Subset will be required", category=DeprecationWarning
+    )
+    from weasyprint import HTML
+    from weasyprint.urls import URLFetcher, URLFetcherResponse
+
+import tkbench
+
+from ..errors import InputError
+from . import figures, fmt
+from .comparison import Comparison
+from .model import Report, TestReport
+
+TEMPLATES = Path(tkbench.__file__).parent.parent / "templates"
+MAIN_TEMPLATE = "report.html.j2"
+COMPARISON_TEMPLATE = "comparison.html.j2"
+STYLESHEET = "report.css"
+LOGO_MAX_BYTES = 4 * 1024 * 1024
+PAPER_CSS = {"A4": "A4", "Letter": "letter"}
+
+
+class BlockedURL(ValueError):
+    """The renderer asked for a URL that is not one of the report's own assets."""
+
+
+@dataclass(frozen=True)
+class Logo:
+    data_uri: str
+    mime: str
+    body: bytes
+
+
+# --------------------------------------------------------------------------- logo
+
+
+def sniff_image(body: bytes) -> str | None:
+    """The MIME type of a PNG, JPEG or SVG image, by content (not by file name)."""
+    if body.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if body.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    head = body[:2048].lstrip().lower()
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    if (head.startswith(b"<?xml") or head.startswith(b"<svg") or head.startswith(b"<!--")) and (
+        b"<svg" in body[:65536].lower()
+    ):
+        return "image/svg+xml"
+    return None
+
+
+def load_logo(path: Path) -> Logo:
+    """Read a PNG, JPEG or SVG logo into a data URI (raises :class:`InputError`)."""
+    try:
+        if not path.is_file():
+            raise InputError(f"logo {path}: not a file")
+        if path.stat().st_size > LOGO_MAX_BYTES:
+            raise InputError(f"logo {path}: larger than {LOGO_MAX_BYTES // (1024 * 1024)} MiB")
+        body = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"logo {path}: cannot read: {exc.strerror or exc}") from None
+    mime = sniff_image(body)
+    if mime is None:
+        raise InputError(f"logo {path}: not a PNG, JPEG or SVG image")
+    uri = f"data:{mime};base64,{base64.b64encode(body).decode('ascii')}"
+    return Logo(data_uri=uri, mime=mime, body=body)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        sig=fmt.sig,
+        pct=fmt.percent,
+        limit=fmt.limit,
+        when=fmt.when,
+        when_short=fmt.when_short,
+        day=fmt.day,
+        duration=fmt.duration,
+        rounds=fmt.rounds,
+        gb=fmt.gb,
+    )
+    return env
+
+
+def stylesheet() -> Markup:
+    try:
+        text = (TEMPLATES / STYLESHEET).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"report stylesheet {TEMPLATES / STYLESHEET}: {exc.strerror}") from None
+    return Markup(text)  # bundled with tkbench, not data
+
+
+def toc_entries(test: TestReport, figs: figures.TestFigures) -> list[tuple[str, str]]:
+    """The sub-sections of a test that exist, for the table of contents."""
+    out = [(f"{test.anchor}-procedure", "Procedure")]
+    if figs.convergence:
+        out.append((f"{test.anchor}-convergence", "Steady-state convergence"))
+    if test.determinations:
+        out.append((f"{test.anchor}-verification", "Steady-state verification"))
+    if test.rounds:
+        out.append((f"{test.anchor}-rounds", "Rounds"))
+    if test.matrices:
+        out.append((f"{test.anchor}-window", "Measurement window"))
+    if figs.measure_2d or figs.latency_profile:
+        out.append((f"{test.anchor}-plots", "Measurement plots"))
+    if figs.histograms:
+        out.append((f"{test.anchor}-histograms", "Response-time histograms"))
+    if test.saturation is not None:
+        out.append((f"{test.anchor}-saturation", "Write saturation"))
+    return out
+
+
+FIGURE_SCHEME = "tkbench-figure:"
+
+
+@dataclass
+class Document:
+    """The report as HTML twice: self-contained for the reader, linked for WeasyPrint.
+
+    ``html`` inlines every figure as ``<svg>``; ``print_html`` refers to them as
+    ``tkbench-figure:`` URLs that :class:`AssetFetcher` serves from ``assets``
+    (WeasyPrint parses a referenced SVG much faster than one inlined in the HTML).
+    """
+
+    html: str
+    print_html: str
+    assets: dict[str, tuple[bytes, str]]
+
+
+class _Embedder:
+    """Turns figure SVG into markup: inline, or as a registered asset."""
+
+    def __init__(self, linked: bool) -> None:
+        self.linked = linked
+        self.assets: dict[str, tuple[bytes, str]] = {}
+
+    def __call__(self, svg: str | None) -> Markup | None:
+        if svg is None:
+            return None
+        if not self.linked:
+            return Markup(svg)  # tkbench's own SVG (text in it is XML-escaped by matplotlib)
+        url = f"{FIGURE_SCHEME}{len(self.assets) + 1}"
+        self.assets[url] = (svg.encode("utf-8"), "image/svg+xml")
+        return Markup(f'<img class="figure" src="{url}" alt="">')
+
+    def figures(self, figs: figures.TestFigures) -> figures.TestFigures:
+        return figures.TestFigures(
+            convergence=self(figs.convergence),
+            verification=[self(v) for v in figs.verification],
+            measure_2d=self(figs.measure_2d),
+            measure_3d=self(figs.measure_3d),
+            latency_profile=self(figs.latency_profile),
+            histograms=self(figs.histograms),
+            saturation_iops=self(figs.saturation_iops),
+            saturation_latency=self(figs.saturation_latency),
+        )
+
+
+def _render(
+    report: Report, logo: Logo | None, figs: Mapping[str, figures.TestFigures], embed: _Embedder
+) -> str:
+    template = environment().get_template(MAIN_TEMPLATE)
+    return template.render(
+        r=report,
+        css=stylesheet(),
+        paper_css=Markup(PAPER_CSS[report.paper]),
+        logo=logo.data_uri if logo else None,
+        figs={name: embed.figures(f) for name, f in figs.items()},
+        toc={t.name: toc_entries(t, figs[t.name]) for t in report.tests},
+    )
+
+
+def build_document(report: Report, logo: Logo | None = None) -> Document:
+    """Draw every figure once and lay the report out for reading and for printing."""
+    name = figures.Namer()
+    figs = {t.name: figures.test_figures(t, name) for t in report.tests}
+    html = _render(report, logo, figs, _Embedder(linked=False))
+    linked = _Embedder(linked=True)
+    print_html = _render(report, logo, figs, linked)
+    assets = dict(linked.assets)
+    if logo is not None:
+        assets[logo.data_uri] = (logo.body, logo.mime)
+    return Document(html=html, print_html=print_html, assets=assets)
+
+
+def render_comparison(comparison: Comparison, paper: str = "A4") -> str:
+    """The self-contained HTML of a comparison of runs (no figures, no assets)."""
+    template = environment().get_template(COMPARISON_TEMPLATE)
+    return template.render(c=comparison, css=stylesheet(), paper_css=Markup(PAPER_CSS[paper]))
+
+
+# --------------------------------------------------------------------------- PDF
+
+
+class AssetFetcher(URLFetcher):
+    """WeasyPrint URL fetcher that serves only the registered assets.
+
+    ``requested`` lists every URL WeasyPrint asked for, ``rejected`` those it
+    refused (each raised :class:`BlockedURL`; WeasyPrint then leaves the
+    resource out).
+    """
+
+    def __init__(self, assets: Mapping[str, tuple[bytes, str]]) -> None:
+        super().__init__(timeout=1, allowed_protocols=(), allow_redirects=False)
+        self.assets = dict(assets)
+        self.requested: list[str] = []
+        self.rejected: list[str] = []
+
+    def fetch(self, url: str, headers: Any = None) -> Any:
+        self.requested.append(url)
+        asset = self.assets.get(url)
+        if asset is None:
+            self.rejected.append(url)
+            shown = url if len(url) <= 80 else url[:77] + "..."
+            raise BlockedURL(f"the report loads only its own assets, not {shown}")
+        body, mime = asset
+        return URLFetcherResponse(url, body, headers={"Content-Type": mime})
+
+
+@contextmanager
+def _quiet_weasyprint() -> Iterator[None]:
+    """WeasyPrint logs unsupported CSS and blocked URLs as warnings; keep them out of the
+    user's terminal (a blocked URL is recorded by the fetcher)."""
+    logger = logging.getLogger("weasyprint")
+    old = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+def render_pdf(html: str, fetcher: AssetFetcher) -> tuple[bytes, int]:
+    """PDF bytes and the page count, rendered with ``fetcher`` as the only way out."""
+    with _quiet_weasyprint():
+        document = HTML(string=html, base_url=None, url_fetcher=fetcher).render()
+        pages = len(document.pages)
+        pdf = document.write_pdf()
+    assert isinstance(pdf, bytes)
+    return pdf, pages
