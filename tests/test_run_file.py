@@ -219,3 +219,31 @@ def test_summary_of_synthetic_records_matches(tmp_path: Path) -> None:
     t = s["tests"][0]
     rounds = load_run(out).test("iops").rounds
     assert t["tracking"]["iops 64k 65/35"] == [r["tracking"]["iops 64k 65/35"] for r in rounds]
+
+
+def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        "t.img",
+        "--size",
+        "16M",
+        "--yes",
+        "--out",
+        "rel-run",
+        "--no-report",
+    ]
+    for o in [
+        *FAST,
+        "tests.iops.rounds.max=2",
+        "tests.iops.rounds.window=2",
+        "tests.throughput.enabled=false",
+        "tests.latency.enabled=false",
+        "tests.wsat.enabled=false",
+    ]:
+        args += ["--set", o]
+    assert cli.main(args) == 0
+    assert len(load_run(tmp_path / "rel-run").test("iops").rounds) == 2

@@ -96,7 +96,7 @@ class LocalFio:
 
     def command(self, jobfile: Path, json_plus: bool) -> list[str]:
         fmt = "json+" if json_plus else "json"
-        return [*self._base(), f"--output-format={fmt}", str(jobfile)]
+        return [*self._base(), f"--output-format={fmt}", str(jobfile.absolute())]
 
     def run(
         self,
@@ -152,7 +152,7 @@ class ClientFio(LocalFio):
         fmt = "json+" if json_plus else "json"
         argv = [self.binary, f"--output-format={fmt}"]
         for host in self.servers:
-            argv += [f"--client={host}", str(jobfile)]
+            argv += [f"--client={host}", str(jobfile.absolute())]
         return argv
 
 

@@ -125,7 +125,8 @@ class RunStore:
     """Writes (and re-reads) one run directory."""
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        # absolute: fio and the hand-off run in scratch directories below it
+        self.root = Path(root).absolute()
 
     # ----------------------------------------------------------------- creation
     @staticmethod
