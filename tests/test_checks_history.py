@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests._helpers import FAST
 from tkbench import cli, measure
+from tkbench.report import build_report
 from tkbench.store import load_run
 
 ONLY_IOPS = [
@@ -74,6 +76,15 @@ def test_acceptance_pass_and_fail_with_junit(
     assert suite.get("tests") == "3" and suite.get("failures") == "1"
     failures = [tc.get("name") for tc in suite.iter("testcase") if tc.find("failure") is not None]
     assert failures == ["iops: iops 64k 100/0 >= 1e+12 IOPS"]
+    # the report carries the verdict on its first page and a checks chapter
+    pdf = build_report(tmp / "acc", tmp / "acc" / "report.pdf")
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    first_page = text.split("\f")[0]
+    assert "FAIL" in first_page and "2 of 3 checks passed" in first_page
+    assert "Acceptance checks" in text
+    assert "iops: iops 64k 100/0 >= 1e+12 IOPS" in " ".join(text.split())
 
 
 def test_steady_state_requirement_fails_a_non_steady_run(base_run: Path) -> None:

@@ -113,6 +113,7 @@ class RunData:
     root: Path
     manifest: dict[str, Any]
     tests: list[TestData]
+    checks: dict[str, Any] | None = None  # checks.json: PASS/FAIL of acceptance and regressions
 
     def test(self, name: str) -> TestData:
         for t in self.tests:
@@ -311,4 +312,6 @@ def load_run(root: Path) -> RunData:
                 health_after=_read_optional(d / "health-after.json"),
             )
         )
-    return RunData(root=root, manifest=manifest, tests=tests)
+    return RunData(
+        root=root, manifest=manifest, tests=tests, checks=_read_optional(root / "checks.json")
+    )

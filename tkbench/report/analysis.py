@@ -33,6 +33,7 @@ from ..store import RunData, TestData
 from ..units import format_size
 from . import fmt, header
 from .model import (
+    CheckRow,
     COMPLETE,
     FAILED,
     INCOMPLETE,
@@ -650,4 +651,26 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests),
         flag=header.flag(m),
+        **check_rows(run.checks),
     )
+
+
+def check_rows(checks: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The PASS/FAIL checks stored with the run, for the report's checks chapter."""
+    if not checks or not checks.get("checks"):
+        return {}
+    rows = tuple(
+        CheckRow(
+            name=str(c.get("name", "")),
+            kind=str(c.get("kind", "")),
+            passed=bool(c.get("passed")),
+            limit=str(c.get("limit", "")),
+            message=str(c.get("message", "")),
+        )
+        for c in checks["checks"]
+    )
+    return {
+        "checks": rows,
+        "checks_passed": all(r.passed for r in rows),
+        "checks_baseline": str(checks.get("baseline") or ""),
+    }

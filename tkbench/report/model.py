@@ -202,6 +202,17 @@ class TestReport:
 
 
 @dataclass(frozen=True)
+class CheckRow:
+    """One PASS/FAIL check of the run (checks.json)."""
+
+    name: str
+    kind: str  # steady_state | criterion | regression
+    passed: bool
+    limit: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Report:
     title: str
     operator: str
@@ -227,3 +238,6 @@ class Report:
     alerts: tuple[str, ...] = field(default=())  # red banners on the first page
     warnings: tuple[str, ...] = field(default=())  # amber notes on the first page
     flag: str = ""  # the running header's warning: synthetic, emulated, incomplete
+    checks: tuple[CheckRow, ...] = ()
+    checks_passed: bool | None = None  # None: the run has no checks
+    checks_baseline: str = ""
