@@ -33,11 +33,11 @@ from ..store import RunData, TestData
 from ..units import format_size
 from . import fmt, header
 from .model import (
-    CheckRow,
     COMPLETE,
     FAILED,
     INCOMPLETE,
     INTERRUPTED,
+    CheckRow,
     Determination,
     Headline,
     Histogram,
