@@ -332,10 +332,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .runs import demo
 
-    progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        out, _ = demo(
+    out, _ = _with_progress(
+        lambda progress: demo(
             args.out,
             progress,
             profile=args.profile,
@@ -343,11 +341,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             seed=args.seed,
             overrides=args.overrides,
         )
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        close = getattr(progress, "close", None)
-        if close:
-            close()
+    )
     pdf = _write_report(out)
     print(f"Demo finished. Run directory: {out}")
     if pdf is not None:
@@ -362,7 +356,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .store import load_run
     from .summary import run_summary
 
-    interactive = sys.stdin.isatty() and sys.stderr.isatty()
     req = RunRequest(
         profile=args.profile,
         target=args.target,
@@ -379,15 +372,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         command_line=["tkbench", *sys.argv[1:]],
         resume_gap=args.resume_gap,
     )
-    progress = _progress(interactive)
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        out, _manifest = start(req, progress)
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        close = getattr(progress, "close", None)
-        if close:
-            close()
+    out, _manifest = _with_progress(lambda progress: start(req, progress))
     checks = _checks(args, out)
     if not args.no_report:
         _write_report(out)
@@ -428,6 +413,21 @@ def _write_report(run_dir: Path) -> Path | None:
     pdf: Path = build_report(run_dir, run_dir / "report.pdf")
     sys.stderr.write(f"report: {pdf}\n")
     return pdf
+
+
+def _with_progress(
+    body: Callable[[Any], tuple[Path, dict[str, Any]]],
+) -> tuple[Path, dict[str, Any]]:
+    """Run ``body(progress)`` with the progress display and SIGTERM as an interruption."""
+    progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return body(progress)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        close = getattr(progress, "close", None)
+        if close:
+            close()
 
 
 def _prompt(text: str) -> str:

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from . import __version__, jobfile, steady
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
-from .results import summarize_round, tracking_values, written_bytes
+from .results import last_segment, summarize_round, tracking_values, written_bytes
 from .runner import FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
@@ -416,46 +416,57 @@ class Engine:
     def _result(
         self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
     ) -> dict[str, Any]:
-        verdicts = self._verdicts(test, rounds, segment)
-        kind = test.spec.kind
-        reached = bool(verdicts) and all(v.reached for v in verdicts.values())
-        if kind == "steady":
-            window = list(next(iter(verdicts.values())).rounds) if reached else []
-            summary = (
-                f"steady state reached in rounds {window[0]}-{window[-1]}"
-                if reached
-                else f"steady state NOT reached after {len(rounds)} rounds"
-            )
-        elif kind == "saturation":
-            window = []
-            times = total_written / self.target.capacity
-            summary = f"{len(rounds)} rounds, {times:.2f}x capacity written"
-        else:
-            window = [int(r["round"]) for r in rounds]
-            summary = f"{len(rounds)} repetition(s)"
-        return {
-            "test": test.name,
-            "kind": kind,
-            "status": "complete",
-            "steady_state": reached if kind == "steady" else None,
-            "rounds": len(rounds),
-            "segment": segment,
-            "window": window,
-            "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
-            "total_written_bytes": total_written,
-            "ended": time.time(),
-            "summary": summary,
-        }
+        return test_result(test.to_dict(), rounds, self.target.capacity, segment, total_written)
+
+
+def test_result(
+    plan: dict[str, Any],
+    rounds: list[dict[str, Any]],
+    capacity: int,
+    segment: int = 1,
+    total_written: int | None = None,
+) -> dict[str, Any]:
+    """A finished test's result.json: its verdicts and a one-line summary."""
+    verdicts = segment_verdicts(plan, rounds)
+    kind = plan["kind"]
+    reached = bool(verdicts) and all(v.reached for v in verdicts.values())
+    if total_written is None:
+        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
+    if kind == "steady":
+        window = list(next(iter(verdicts.values())).rounds) if reached else []
+        summary = (
+            f"steady state reached in rounds {window[0]}-{window[-1]}"
+            if reached
+            else f"steady state NOT reached after {len(rounds)} rounds"
+        )
+    elif kind == "saturation":
+        window = []
+        summary = f"{len(rounds)} rounds, {total_written / capacity:.2f}x capacity written"
+    else:
+        window = [int(r["round"]) for r in rounds]
+        summary = f"{len(rounds)} repetition(s)"
+    return {
+        "test": plan["name"],
+        "kind": kind,
+        "status": "complete",
+        "steady_state": reached if kind == "steady" else None,
+        "rounds": len(rounds),
+        "segment": segment,
+        "window": window,
+        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+        "total_written_bytes": total_written,
+        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
+        "summary": summary,
+    }
 
 
 def segment_verdicts(
     plan: dict[str, Any], rounds: list[dict[str, Any]]
 ) -> dict[str, steady.Verdict]:
     """Steady-state verdict per tracking variable over the last segment's rounds."""
-    if not rounds:
+    seg = last_segment(rounds)
+    if not seg:
         return {}
-    segment = max(int(r.get("segment", 1)) for r in rounds)
-    seg = [r for r in rounds if int(r.get("segment", 1)) == segment]
     lim = plan.get("rounds", {})
     out = {}
     for label in plan.get("tracking", []):

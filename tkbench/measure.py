@@ -9,21 +9,14 @@ saturation.  Checks, history and comparisons all read values through here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from .engine import segment_verdicts
+from .results import last_segment, metric_value
 from .store import RunData, TestData
 
-MB = 1e6
 MS = 1e6  # ns per ms
-
-
-def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    if not rounds:
-        return []
-    seg = max(int(r.get("segment", 1)) for r in rounds)
-    return [r for r in rounds if int(r.get("segment", 1)) == seg]
 
 
 def window(test: TestData) -> tuple[int, ...]:
@@ -61,12 +54,8 @@ def point_value(point: Mapping[str, Any], metric: str) -> float:
 
     Percentiles of a mixed point are the worse of its read and write values.
     """
-    if metric == "iops":
-        return float(point["iops"])
-    if metric == "bw":
-        return float(point["bw_bytes"]) / MB
-    if metric == "lat_mean":
-        return float(point["lat_mean_ns"]) / MS
+    if metric in ("iops", "bw", "lat_mean"):
+        return metric_value(point, metric)
     if metric == "lat_max":
         return float(point["lat_max_ns"]) / MS
     if metric.startswith("p"):

@@ -111,5 +111,13 @@ def tracking_values(
     return out
 
 
+def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rounds of the last segment (a resumed test may begin a new one)."""
+    if not rounds:
+        return []
+    seg = max(int(r.get("segment", 1)) for r in rounds)
+    return [r for r in rounds if int(r.get("segment", 1)) == seg]
+
+
 def written_bytes(summaries: Sequence[Mapping[str, Any]]) -> int:
     return int(sum(s["write"]["io_bytes"] for s in summaries))

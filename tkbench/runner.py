@@ -82,9 +82,6 @@ class LocalFio:
     def hosts(self) -> list[str]:
         return []
 
-    def _base(self) -> list[str]:
-        return [self.binary]
-
     def version(self) -> str:
         if self._version is None:
             proc.require(self.binary, "fio")
@@ -96,7 +93,10 @@ class LocalFio:
 
     def command(self, jobfile: Path, json_plus: bool) -> list[str]:
         fmt = "json+" if json_plus else "json"
-        return [*self._base(), f"--output-format={fmt}", str(jobfile.absolute())]
+        return [self.binary, f"--output-format={fmt}", *self._job_args(jobfile.absolute())]
+
+    def _job_args(self, jobfile: Path) -> list[str]:
+        return [str(jobfile)]
 
     def run(
         self,
@@ -148,12 +148,8 @@ class ClientFio(LocalFio):
     def hosts(self) -> list[str]:
         return list(self.servers)
 
-    def command(self, jobfile: Path, json_plus: bool) -> list[str]:
-        fmt = "json+" if json_plus else "json"
-        argv = [self.binary, f"--output-format={fmt}"]
-        for host in self.servers:
-            argv += [f"--client={host}", str(jobfile.absolute())]
-        return argv
+    def _job_args(self, jobfile: Path) -> list[str]:
+        return [arg for host in self.servers for arg in (f"--client={host}", str(jobfile))]
 
 
 def _last_line(text: str) -> str:

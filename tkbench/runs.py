@@ -83,15 +83,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
             out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
         )
         store.log(f"run started: profile {prof.name} on {target.describe()}")
-        engine = Engine(
-            plan,
-            target,
-            runner,
-            store,
-            progress,
-            EngineOptions(resume_gap=req.resume_gap, stop=req.stop),
-        )
-        return out, engine.run()
+        return out, _execute(req, plan, target, runner, store, progress)
 
 
 def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict[str, Any]]:
@@ -120,15 +112,19 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
         store = RunStore.open(root)
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
-        engine = Engine(
-            plan,
-            target,
-            runner,
-            store,
-            progress,
-            EngineOptions(resume_gap=req.resume_gap, stop=req.stop),
-        )
-        return root, engine.run()
+        return root, _execute(req, plan, target, runner, store, progress)
+
+
+def _execute(
+    req: RunRequest,
+    plan: planmod.Plan,
+    target: Target,
+    runner: FioRunner,
+    store: RunStore,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
+    return Engine(plan, target, runner, store, progress, options).run()
 
 
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:

@@ -8,9 +8,6 @@ run directory: no fio, no device.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,7 +56,7 @@ def build_report(
     pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
     _make_parent(out_pdf)
     write_atomic(out_pdf.with_suffix(".html"), doc.html)
-    _write_bytes(out_pdf, pdf)
+    write_atomic(out_pdf, pdf)
     return out_pdf
 
 
@@ -78,7 +75,7 @@ def build_comparison(runs: Sequence[RunData], rows: Sequence[Any], out_pdf: Path
     pdf, _pages = render.render_pdf(html, render.AssetFetcher({}))
     _make_parent(out_pdf)
     write_atomic(out_pdf.with_suffix(".html"), html)
-    _write_bytes(out_pdf, pdf)
+    write_atomic(out_pdf, pdf)
     return out_pdf
 
 
@@ -87,21 +84,3 @@ def _make_parent(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{path.parent}: cannot create: {exc.strerror or exc}") from None
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Atomically, like every file tkbench writes: a reader never sees half a PDF."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import measure
 from ..profile import Tracking
+from ..results import metric_value
 from ..store import TestData
 
 MB = 1e6
@@ -112,13 +113,7 @@ def find_point(record: Mapping[str, Any], bs: int, read_pct: int) -> Mapping[str
 
 def point_metric(point: Mapping[str, Any], metric: str) -> float:
     """A point's ``iops`` (IOPS), ``bw`` (MB/s) or ``lat_mean`` (ms), as tracking does."""
-    if metric == "iops":
-        return num(point.get("iops"))
-    if metric == "bw":
-        return num(point.get("bw_bytes")) / MB
-    if metric == "lat_mean":
-        return num(point.get("lat_mean_ns")) / MS
-    raise ValueError(f"unknown metric {metric!r}")
+    return metric_value(point, metric)
 
 
 # --------------------------------------------------------------------------- window means

@@ -29,7 +29,7 @@ from scipy.special import ndtr
 from .. import __version__, jobfile, steady
 from .. import plan as planmod
 from .. import profile as profilemod
-from ..engine import segment_verdicts
+from ..engine import segment_verdicts, test_result
 from ..fiojson import bucket_value, percentile_from_bins
 from ..store import RunStore
 
@@ -498,34 +498,8 @@ def precondition_record(plan: Mapping[str, Any], start: float, rate: float) -> d
 def result_record(
     plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], capacity: int
 ) -> dict[str, Any]:
-    """The test's result.json, with the fields and wording the engine writes."""
-    verdicts = segment_verdicts(dict(plan), [dict(r) for r in rounds])
-    kind = plan["kind"]
-    reached = bool(verdicts) and all(v.reached for v in verdicts.values())
-    total = int(rounds[-1]["total_written_bytes"]) if rounds else 0
-    if kind == "steady":
-        window = list(next(iter(verdicts.values())).rounds) if reached else []
-        summary = (
-            f"steady state reached in rounds {window[0]}-{window[-1]}"
-            if reached
-            else f"steady state NOT reached after {len(rounds)} rounds"
-        )
-    else:
-        window = []
-        summary = f"{len(rounds)} rounds, {total / capacity:.2f}x capacity written"
-    return {
-        "test": plan["name"],
-        "kind": kind,
-        "status": "complete",
-        "steady_state": reached if kind == "steady" else None,
-        "rounds": len(rounds),
-        "segment": 1,
-        "window": window,
-        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
-        "total_written_bytes": total,
-        "ended": float(rounds[-1]["ended"]) if rounds else 0.0,
-        "summary": summary,
-    }
+    """The test's result.json, exactly as the engine writes it."""
+    return test_result(dict(plan), [dict(r) for r in rounds], capacity)
 
 
 # --------------------------------------------------------------------------- the run
