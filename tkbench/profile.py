@@ -20,7 +20,7 @@ from typing import Any
 
 from .device.purge import METHODS as _DEVICE_METHODS
 from .errors import ProfileError
-from .units import format_size, parse_duration, parse_size
+from .units import data_dir, format_size, parse_duration, parse_size
 
 KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
@@ -432,11 +432,7 @@ def bundled_dir() -> Path:
     env = os.environ.get("TKBENCH_PROFILES")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / "profiles", here / "profiles"):
-        if cand.is_dir():
-            return cand
-    return here.parent / "profiles"
+    return data_dir("profiles")
 
 
 def available() -> list[str]:

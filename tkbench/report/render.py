@@ -35,14 +35,14 @@ with warnings.catch_warnings():
     from weasyprint import HTML
     from weasyprint.urls import URLFetcher, URLFetcherResponse
 
-import tkbench
 
 from ..errors import InputError
+from ..units import data_dir
 from . import figures, fmt
 from .comparison import Comparison
 from .model import Report, TestReport
 
-TEMPLATES = Path(tkbench.__file__).parent.parent / "templates"
+TEMPLATES = data_dir("templates")
 MAIN_TEMPLATE = "report.html.j2"
 COMPARISON_TEMPLATE = "comparison.html.j2"
 STYLESHEET = "report.css"
