@@ -62,7 +62,7 @@ def test_acceptance_pass_and_fail_with_junit(
     assert measured > 0
     crit = [
         f'acceptance.criteria=["iops iops 4k 0/100 >= {measured / 1000:.0f}", '
-        f'"iops p99.99 4k 0/100 <= 100000", "iops iops 64k 100/0 >= 1e12"]'
+        f'"iops p99 4k 0/100 <= 100000", "iops iops 64k 100/0 >= 1e12"]'
     ]
     code = _run(tmp, "acc", "--junit", str(tmp / "junit.xml"), overrides=tuple(crit))
     err = capsys.readouterr().err

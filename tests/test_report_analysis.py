@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tkbench import store
+from tkbench import measure, store
 from tkbench.errors import InputError
 from tkbench.report import analysis, fmt, header, options, procedure, records, render
 from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
@@ -184,8 +184,30 @@ def test_window_means_and_directions() -> None:
     assert pm.iops == pytest.approx(200.0)
     assert pm.rounds == 3
     assert set(pm.directions) == {"write"}  # no reads in a 0/100 point
-    assert pm.directions["write"].percentiles_ms["99.99"] == pytest.approx(9.0)
+    # percentiles are never averaged over rounds: without histograms the largest
+    # per-round value, and only with enough I/Os behind it
+    write = pm.directions["write"]
+    assert write.percentile_basis == "largest per-round value"
+    ios = write.samples
+    for key in ("99", "99.9", "99.99"):
+        if ios >= measure.samples_needed(float(key)):
+            per_round = [r["points"][3]["write"]["percentiles_ns"][key] / 1e6 for r in recs]
+            assert write.percentiles_ms[key] == pytest.approx(max(per_round))
+        else:
+            assert key not in write.percentiles_ms
     assert means[(4096, 100)].bw_mbs == pytest.approx(9000 * 4096 / 1e6)
+
+
+def test_pooled_percentiles_come_from_the_merged_histogram() -> None:
+    # two rounds: 60,000 I/Os at 1 ms and 60,000 at 2 ms, then one slow outlier set
+    r1 = {"io_bytes": 1, "total_ios": 60_000, "bins_ns": {"1000000": 60_000}}
+    r2 = {"io_bytes": 1, "total_ios": 60_020, "bins_ns": {"2000000": 60_000, "9000000": 20}}
+    pct, count, basis = measure.pooled_percentiles([r1, r2], ["40", "99", "99.99", "99.999"])
+    assert (count, basis) == (120_020, "histogram")
+    assert pct["40"] == 1_000_000
+    assert pct["99"] == 2_000_000
+    assert pct["99.99"] == 9_000_000  # the 20 outliers are the top 0.017 %
+    assert "99.999" not in pct  # needs 1,000,000 I/Os
 
 
 def test_window_is_the_steady_rounds_or_the_last_rounds_of_the_last_segment() -> None:

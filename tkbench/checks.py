@@ -64,11 +64,13 @@ def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
         measured = measure.value(t, c.metric, c.bs, c.mix.read) if t is not None else math.nan
         ok = math.isfinite(measured) and c.holds(measured)
         unit = c.label.rsplit(" ", 1)[-1]
-        msg = (
-            f"measured {measured:.4g} {unit}"
-            if math.isfinite(measured)
-            else f"{format_size(c.bs)} {c.mix.label} of test {c.test} was not measured"
-        )
+        if math.isfinite(measured):
+            msg = f"measured {measured:.4g} {unit}"
+        elif t is not None and t.rounds and c.metric.startswith("p"):
+            need = measure.samples_needed(float(c.metric[1:]))
+            msg = f"too few I/Os in the window for a {c.metric[1:]} % value (needs {need:,})"
+        else:
+            msg = f"{format_size(c.bs)} {c.mix.label} of test {c.test} was not measured"
         out.append(Check(c.label, "criterion", ok, measured, f"{c.op} {c.value:g}", msg))
     return out
 

@@ -9,10 +9,11 @@ saturation.  Checks, history and comparisons all read values through here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .engine import segment_verdicts
+from .fiojson import percentile_from_bins
 from .results import last_segment, metric_value
 from .store import RunData, TestData
 
@@ -45,6 +46,49 @@ def window_points(test: TestData, bs: int, read_pct: int) -> list[Mapping[str, A
     return out
 
 
+# A percentile is reported only with at least this many I/Os beyond it: 99.99 %
+# needs 100,000 I/Os; from fewer, it is merely (close to) the largest value seen.
+TAIL_SAMPLES = 10
+
+
+def samples_needed(pct: float) -> int:
+    """I/Os needed before the ``pct`` percentile means anything."""
+    return math.ceil(TAIL_SAMPLES / (1.0 - pct / 100.0) - 1e-9)
+
+
+def pooled_percentiles(
+    dirs: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> tuple[dict[str, float], int, str]:
+    """Percentiles (ns) of one direction over several rounds, the I/O count, and how.
+
+    Averaging per-round percentiles gives no percentile of anything.  With json+
+    bins in every round the rounds' histograms are merged and the percentiles
+    read from the merged histogram ("histogram"); without, the largest per-round
+    value is given, an upper bound ("largest per-round value").  A percentile
+    with fewer than :func:`samples_needed` I/Os behind it is left out.
+    """
+    active = [d for d in dirs if d.get("io_bytes")]
+    count = int(sum(int(d.get("total_ios") or 0) for d in active))
+    out: dict[str, float] = {}
+    if active and all(d.get("bins_ns") for d in active):
+        merged: dict[int, int] = {}
+        for d in active:
+            for k, c in d["bins_ns"].items():
+                merged[int(k)] = merged.get(int(k), 0) + int(c)
+        count = sum(merged.values())
+        for key in keys:
+            if count >= samples_needed(float(key)):
+                out[key] = percentile_from_bins(merged, float(key))
+        return out, count, "histogram"
+    for key in keys:
+        vals = [
+            float(d["percentiles_ns"][key]) for d in active if key in d.get("percentiles_ns", {})
+        ]
+        if vals and count >= samples_needed(float(key)):
+            out[key] = max(vals)
+    return out, count, "largest per-round value"
+
+
 def _directions(point: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [d for d in (point.get("read") or {}, point.get("write") or {}) if d.get("io_bytes")]
 
@@ -70,8 +114,20 @@ def point_value(point: Mapping[str, Any], metric: str) -> float:
 
 
 def value(test: TestData, metric: str, bs: int, read_pct: int) -> float:
-    """Mean of a point's metric over the window (``nan`` when it was not measured)."""
+    """Mean of a point's metric over the window (``nan`` when it was not measured).
+
+    Percentiles (``pNN``) are pooled over the window (:func:`pooled_percentiles`),
+    the worse of read and write for a mixed point; ``nan`` with too few I/Os.
+    """
     pts = window_points(test, bs, read_pct)
+    if metric.startswith("p"):
+        key = f"{float(metric[1:]):g}"
+        found = [
+            pooled_percentiles([p.get(d) or {} for p in pts], [key])[0].get(key)
+            for d in ("read", "write")
+        ]
+        vals_ns = [v for v in found if v is not None]
+        return max(vals_ns) / MS if vals_ns else math.nan
     vals = [point_value(p, metric) for p in pts]
     vals = [v for v in vals if math.isfinite(v)]
     if not vals:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..engine import segment_verdicts
 from ..fiojson import percentile_from_bins
+from ..measure import samples_needed
 from ..profile import METRICS, Tracking
 from ..steady import Verdict
 from ..store import RunData, TestData
@@ -166,6 +167,7 @@ def latency_rows(
                         mean_ms=d.mean_ms,
                         max_ms=d.max_ms,
                         percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
+                        samples=d.samples,
                     )
                 )
     return tuple(rows)
@@ -588,10 +590,15 @@ def _test_headlines(
             d = p.directions.get(direction)
             return d.percentiles_ms.get("99.99") if d else None
 
-        return [
-            line(f"{name}, mean response time", bs, "ms", lambda p, _d: p.lat_mean_ms),
-            line(f"{name}, 99.99 % response time", bs, "ms", p9999),
-        ]
+        tail = line(f"{name}, 99.99 % response time", bs, "ms", p9999)
+        if tail.read is None or tail.write is None:
+            need = samples_needed(99.99)
+            tail = replace(
+                tail,
+                basis=f"{tail.basis}; a dash: fewer than {need:,} I/Os in the window, "
+                "too few for a 99.99 % value",
+            )
+        return [line(f"{name}, mean response time", bs, "ms", lambda p, _d: p.lat_mean_ms), tail]
     return []
 
 

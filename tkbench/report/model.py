@@ -115,6 +115,7 @@ class LatencyRow:
     mean_ms: float
     max_ms: float
     percentiles_ms: tuple[float | None, ...]  # in the order of TestReport.percentile_names
+    samples: int = 0  # I/Os behind the percentiles
 
 
 @dataclass(frozen=True)

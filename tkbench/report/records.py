@@ -127,7 +127,9 @@ class DirMean:
     bw_mbs: float
     mean_ms: float
     max_ms: float
-    percentiles_ms: dict[str, float]
+    percentiles_ms: dict[str, float]  # pooled over the window; too-few-I/O ones left out
+    samples: int = 0  # I/Os behind the percentiles
+    percentile_basis: str = ""  # "histogram" or "largest per-round value"
 
 
 @dataclass(frozen=True)
@@ -153,16 +155,15 @@ def _dir_mean(dirs: Sequence[Mapping[str, Any]]) -> DirMean | None:
         for k in as_dict(d.get("percentiles_ns")):
             if k not in keys:
                 keys.append(k)
-    pct = {
-        k: mean([num(d["percentiles_ns"][k]) / MS for d in active if k in d["percentiles_ns"]])
-        for k in keys
-    }
+    pooled, samples, basis = measure.pooled_percentiles(active, keys)
     return DirMean(
         iops=mean([num(d.get("iops")) for d in active]),
         bw_mbs=mean([num(d.get("bw_bytes")) / MB for d in active]),
         mean_ms=mean([num(d.get("lat_mean_ns")) / MS for d in active]),
         max_ms=max(num(d.get("lat_max_ns")) / MS for d in active),
-        percentiles_ms=pct,
+        percentiles_ms={k: v / MS for k, v in pooled.items()},
+        samples=samples,
+        percentile_basis=basis,
     )
 
 

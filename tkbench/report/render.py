@@ -37,6 +37,7 @@ with warnings.catch_warnings():
 
 
 from ..errors import InputError
+from ..measure import TAIL_SAMPLES
 from ..units import data_dir
 from . import figures, fmt
 from .comparison import Comparison
@@ -207,6 +208,7 @@ def _render(
         logo=logo.data_uri if logo else None,
         figs={name: embed.figures(f) for name, f in figs.items()},
         toc={t.name: toc_entries(t, figs[t.name]) for t in report.tests},
+        tail_samples=TAIL_SAMPLES,
     )
 
 
