@@ -225,7 +225,13 @@ def test_round_jobfile_sections_and_handoff() -> None:
     assert "'/run dir/.scratch/h'" in second["exec_prerun"]  # quoted for sh
     assert second["exec_prerun"].split()[-3:-1] == ["0", str(t.points[0].numjobs)]
     assert first["exec_postrun"].startswith(": > '/run dir/.scratch/h'/done.0.")
-    assert first["rw"] == "randread" and cp[sections[1]]["rwmixread"] == "65"
+    # PTS loop order: R/W mix outer, block size inner
+    assert [(cp[x]["bs"], cp[x]["rw"]) for x in sections[:3]] == [
+        ("65536", "randread"),
+        ("4096", "randread"),
+        ("65536", "randrw"),
+    ]
+    assert cp[sections[2]]["rwmixread"] == "65"
     # threads of each later point come up before the previous one ends
     d1 = int(second["startdelay"].removesuffix("ms"))
     assert d1 < int(first["runtime"].removesuffix("ms"))

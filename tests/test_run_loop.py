@@ -158,6 +158,6 @@ def test_plan_touches_nothing(loopdev: str, capsys: pytest.CaptureFixture[str]) 
     before = _digest(loopdev)
     assert cli.main(["plan", "--profile", "pts-e", "--target", loopdev]) == 0
     out = capsys.readouterr().out
-    assert "p055_512_0-100" in out  # 56 IOPS points on a 512-byte-sector device
+    assert "p055_512_0-100" in out  # 56 IOPS points on a 512-byte-sector device, 512 0/100 last
     assert "Estimated duration" in out
     assert _digest(loopdev) == before

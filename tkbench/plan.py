@@ -231,7 +231,8 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     iodepth=spec.workload.iodepth,
                     runtime=spec.point_runtime,
                 )
-                for i, (bs, mix) in enumerate((bs, mix) for bs in group for mix in spec.mixes)
+                # PTS test loop order: R/W mix outer, block size inner
+                for i, (bs, mix) in enumerate((bs, mix) for mix in spec.mixes for bs in group)
             )
             pre = None
             if spec.precondition and profile.precondition.capacity_multiple > 0:
