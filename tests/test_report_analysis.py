@@ -322,3 +322,20 @@ def test_health_rows_before_and_after() -> None:
     assert rows["Media and data integrity errors"] == ("0", "0")
     assert "Power-on hours" not in rows
     assert procedure.health_rows({"source": "none", "notes": ["no SMART data"]}, None) == ()
+
+
+def test_pts_deviations_name_every_reduced_parameter() -> None:
+    from tkbench import profile as profilemod
+
+    def manifest_of(name: str) -> dict[str, Any]:
+        prof = profilemod.load(name)
+        return {"profile": {"name": name, "source": prof.source, "resolved": prof.resolved}}
+
+    assert header.pts_deviations(manifest_of("pts-e")) == []
+    assert header.pts_deviations(manifest_of("pts-c")) == []
+    quick = " ".join(header.pts_deviations(manifest_of("quick")))
+    assert "IOPS: block sizes 64k, 4k" in quick
+    assert "1 s points (PTS: 1m 00s)" in quick
+    assert "at most 12 rounds (PTS: 25)" in quick
+    assert "2 jobs x QD 8 (PTS: 4 x 32)" in quick
+    assert "stops at 4x capacity or 1m 00s" in quick
