@@ -108,6 +108,13 @@ CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
     ("--out is a file", [*RUN, "--out", "{tmp}/out.txt"], _write("out.txt", "x")),
     ("--out holds a run", [*RUN, "--out", "{tmp}/run"], _run_dir(GOOD_MANIFEST)),
     ("--resume-gap not a number", [*RUN, "--resume-gap", "soon"], _setup_none),
+    (
+        "target path with ';' (fio would cut it)",
+        ["run", "--target", "{tmp}/a;b.img", "--size", "16M", "--yes"],
+        _setup_none,
+    ),
+    ("--out with '#' (fio comment)", [*RUN, "--out", "{tmp}/lab#3"], _setup_none),
+    ("--out with '${' (fio expands it)", [*RUN, "--out", "{tmp}/x${HOME}"], _setup_none),
     ("show missing run dir", ["show", "{tmp}/nothing"], _setup_none),
     ("show a directory that is no run", ["show", "{tmp}"], _setup_none),
     ("show corrupt manifest", ["show", "{tmp}/run"], _run_dir("{not json")),
@@ -122,6 +129,13 @@ CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
         ),
     ),
     ("resume a complete run", ["run", "--resume", "{tmp}/run", "--yes"], _run_dir(GOOD_MANIFEST)),
+    (
+        "show a JSON round that is no record",
+        ["show", "{tmp}/run"],
+        _run_dir(
+            GOOD_MANIFEST, {"tests/iops/test.json": "{}", "tests/iops/rounds/0001.json": "{}"}
+        ),
+    ),
     ("resume a missing dir", ["run", "--resume", "{tmp}/gone", "--yes"], _setup_none),
     (
         "resume a run without profile",

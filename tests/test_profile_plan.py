@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tkbench import jobfile, plan, profile
-from tkbench.errors import ProfileError
+from tkbench.errors import InputError, ProfileError
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -261,7 +261,50 @@ def test_precondition_jobfile_covers_twice_the_range_in_slices() -> None:
     assert int(job["size"]) * int(job["numjobs"]) == pl.tests[0].active_bytes
 
 
-def test_filename_colon_is_escaped_and_newlines_refused() -> None:
+def test_filename_colon_is_escaped_and_unsafe_characters_refused() -> None:
     assert jobfile.filename_value("/dev/disk/by-id/a:b") == "/dev/disk/by-id/a\\:b"
-    with pytest.raises(ValueError):
-        jobfile.filename_value("/tmp/a\nrw=write")
+    # fio would read a line break as a new option, cut at ';' or '#', expand ${...}
+    for bad in ("/tmp/a\nrw=write", "/tmp/victim;x", "/lab#3/t.img", "/x${HOME}/t"):
+        with pytest.raises(InputError):
+            jobfile.filename_value(bad)
+
+
+def test_handoff_schedule_keeps_threads_early_in_long_rounds() -> None:
+    # 56 one-minute points: with the hand-off each point's threads come up LEAD
+    # before the earliest moment it can start, however many points precede it
+    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    iops = pl.tests[0]
+    text = jobfile.round_jobfile(iops, {"filename": "/d"}, jobfile.Handoff("/h"))
+    cp = _parse_jobfile(text)
+    elapsed = 0.0
+    for p in iops.points:
+        delay = int(cp[p.job_name]["startdelay"].removesuffix("ms")) / 1000
+        assert delay == pytest.approx(max(0.0, elapsed - jobfile.LEAD), abs=0.001)
+        elapsed += p.runtime
+
+
+def test_handoff_fails_the_point_on_timeout(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(jobfile.__file__).with_name("handoff.py")
+    late = subprocess.run(
+        [sys.executable, "-S", "-I", str(script), str(tmp_path), "0", "2", "0.2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert late.returncode == 1 and "did not finish" in late.stderr
+    for pid in (1, 2):
+        (tmp_path / f"done.0.{pid}").touch()
+    ok = subprocess.run(
+        [sys.executable, "-S", "-I", str(script), str(tmp_path), "0", "2", "5"], check=False
+    )
+    assert ok.returncode == 0
+
+
+def test_precondition_time_limit_becomes_a_fio_runtime() -> None:
+    p = profile.load("pts-e", ["precondition.max_duration=2h"])
+    pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
+    cp = _parse_jobfile(jobfile.precondition_jobfile(pl.tests[0], {"filename": "/d"}))
+    assert cp["precondition"]["runtime"] == "7200000ms"

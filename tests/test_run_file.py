@@ -247,3 +247,47 @@ def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.Monke
         args += ["--set", o]
     assert cli.main(args) == 0
     assert len(load_run(tmp_path / "rel-run").test("iops").rounds) == 2
+
+
+def test_two_runs_cannot_claim_one_run_directory(tmp_path: Path) -> None:
+    from tkbench.errors import RunDirError
+    from tkbench.store import RunStore
+
+    RunStore.create(tmp_path / "r", {"status": "running"})
+    with pytest.raises(RunDirError):
+        RunStore.create(tmp_path / "r", {"status": "running"})
+
+
+def test_resume_of_a_test_whose_rounds_were_complete_only_writes_its_result(
+    tmp_path: Path,
+) -> None:
+    import json as _json
+
+    out, _ = _run(
+        tmp_path,
+        [
+            "tests.iops.rounds.max=3",
+            "tests.iops.rounds.window=3",
+            "tests.iops.rounds.max_excursion=0.0000001",
+            "tests.throughput.enabled=false",
+            "tests.latency.enabled=false",
+            "tests.wsat.enabled=false",
+        ],
+    )
+    # as if the process died after the last round, before result.json, long ago
+    (out / "tests/iops/result.json").unlink()
+    for f in (out / "tests/iops/rounds").glob("*.json"):
+        rec = _json.loads(f.read_text())
+        rec["ended"] -= 86400
+        f.write_text(_json.dumps(rec))
+    manifest = _json.loads((out / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (out / "manifest.json").write_text(_json.dumps(manifest))
+    pre_before = (out / "tests/iops/precondition.json").read_text()
+    _, m = start(RunRequest(resume=out, assume_yes=True))
+    t = load_run(out).test("iops")
+    assert len(t.rounds) == 3  # no round added
+    assert t.result is not None and t.result["rounds"] == 3 and t.result["segment"] == 1
+    assert (out / "tests/iops/precondition.json").read_text() == pre_before  # not redone
+    assert not list((out / "tests/iops").glob("precondition-s*.json"))
+    assert m["status"] == "complete"

@@ -22,6 +22,7 @@ from . import plan as planmod
 from . import profile as profilemod
 from .errors import (
     EXIT_BAD_INPUT,
+    EXIT_DEVICE,
     EXIT_FAILED_CHECK,
     EXIT_INTERRUPTED,
     InputError,
@@ -374,6 +375,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     out, _manifest = _with_progress(lambda progress: start(req, progress))
     checks = _checks(args, out)
+    if checks.get("history_error"):
+        sys.stderr.write(f"tkbench: warning: run not indexed: {checks['history_error']}\n")
     if not args.no_report:
         _write_report(out)
     if args.json:
@@ -512,6 +515,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("tkbench: interrupted\n")
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug in tkbench: one line, the documented failure code
+        if os.environ.get("TKBENCH_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"tkbench: error: internal error: {type(exc).__name__}: {exc} "
+            "(set TKBENCH_DEBUG=1 for the traceback, and please report it)\n"
+        )
+        return EXIT_DEVICE
     except BrokenPipeError:
         return 0
 

@@ -37,6 +37,11 @@ from .runner import FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
 
+# An idle gap inside a run shorter than this is never taken for one the drive
+# could recover in (fio's own start-up between rounds takes about 0.4 s).
+IDLE_GAP_MIN = 60.0
+ROUND_CAP = 4
+
 
 class Progress(Protocol):
     """What the engine tells the user interface (the CLI renders it)."""
@@ -166,6 +171,11 @@ class Engine:
             store.log(f"failed: {exc}")
             store.update_manifest(status="failed", ended=time.time(), error=str(exc))
             raise
+        except Exception as exc:  # a bug: keep the run directory truthful, then report it
+            why = f"internal error: {type(exc).__name__}: {exc}"
+            store.log(f"failed: {why}")
+            store.update_manifest(status="failed", ended=time.time(), error=why)
+            raise
         manifest = store.update_manifest(status="complete", ended=time.time())
         store.log("run complete")
         self.progress.event("run_done", manifest=manifest)
@@ -186,6 +196,11 @@ class Engine:
         resumed = existing is not None
         if resumed:
             assert existing is not None
+            if rounds and self._done(test, rounds, segment, _written(rounds), _started(rounds)):
+                # the rounds were complete; only the result was not yet written
+                store.log(f"resume {test.name}: its rounds were complete; result written")
+                self._finish(test, rounds, segment, _written(rounds))
+                return
             action = self._resume_action(test, existing)
             store.update_manifest(
                 resumes=[
@@ -248,8 +263,11 @@ class Engine:
             snap = self.target.health()
         except DeviceError as exc:
             snap = {"notes": [f"no health snapshot: {exc}"]}
-        if snap is not None:
-            self.store.save_phase(test.name, f"health-{when}", snap)
+        if snap is None:
+            return
+        if when == "before" and (self.store.test_dir(test.name) / "health-before.json").exists():
+            when = f"resume-{int(time.time())}"  # keep the snapshot from the test's start
+        self.store.save_phase(test.name, f"health-{when}", snap)
 
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
         if not existing.rounds:
@@ -274,8 +292,16 @@ class Engine:
 
     # ------------------------------------------------------------------ phases
     def _workdir(self) -> Path:
-        d = self.store.scratch_dir() / f"fio-{os.getpid()}-{time.monotonic_ns()}"
-        d.mkdir(parents=True)
+        return self._scratch(f"fio-{os.getpid()}-{time.monotonic_ns()}")
+
+    def _scratch(self, name: str) -> Path:
+        d = self.store.root / ".scratch" / name
+        try:
+            d.mkdir(parents=True)
+        except OSError as exc:
+            raise DeviceError(
+                f"cannot write {d}: {exc.strerror or exc} (is the results filesystem full?)"
+            ) from None
         return d
 
     def _fio(
@@ -283,7 +309,12 @@ class Engine:
     ) -> FioRun:
         workdir = self._workdir()
         path = workdir / "job.fio"
-        path.write_text(text, encoding="utf-8")
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise DeviceError(
+                f"cannot write {path}: {exc.strerror or exc} (is the results filesystem full?)"
+            ) from None
         timeout = planned + self.options.fio_timeout_margin
         try:
             run = self.runner.run(path, workdir, json_plus=json_plus, timeout=timeout)
@@ -317,8 +348,12 @@ class Engine:
             "seconds": round(run.seconds, 3),
             "segment": segment,
             "fio": run.info(),
+            # precondition.max_duration ended it before the planned amount
+            "cut_short": written < pre.total_bytes,
         }
-        self.store.save_phase(test.name, "precondition", record, raw=run.stdout, jobfile=text)
+        # segment 1 is precondition.json; a later segment's keeps its own record
+        phase = "precondition" if segment == 1 else f"precondition-s{segment}"
+        self.store.save_phase(test.name, phase, record, raw=run.stdout, jobfile=text)
         self.store.log(
             f"test {test.name}: preconditioned with {written} bytes in {run.seconds:.1f} s"
         )
@@ -341,6 +376,7 @@ class Engine:
             if self._done(test, rounds, segment, total_written, started):
                 break
             self._check_stop()
+            segment = self._after_idle(test, rounds, segment)
             self.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
             handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
             text = self._round_text(test, handoff)
@@ -348,8 +384,15 @@ class Engine:
                 test, f"round-{n:04d}", text, json_plus=spec.histogram, planned=test.round_seconds
             )
             assert run.output is not None
-            points = summarize_round(test.points, run.output, with_bins=spec.histogram)
-            values = tracking_values(points, test.tracking)
+            try:
+                points = summarize_round(test.points, run.output, with_bins=spec.histogram)
+                values = tracking_values(points, test.tracking)
+            except TkbenchError as exc:
+                info = {**run.info(), "error": str(exc), "test": test.name}
+                self.store.save_failure(
+                    test.name, f"round-{n:04d}-{int(time.time())}", run.stdout, text, info
+                )
+                raise
             written = written_bytes(points)
             total_written += written
             record = {
@@ -375,21 +418,45 @@ class Engine:
                 verdicts=verdicts,
                 total_written=total_written,
             )
+        self._finish(test, rounds, segment, total_written)
+
+    def _finish(
+        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
+    ) -> None:
         result = self._result(test, rounds, segment, total_written)
         self._health(test, "after")
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result['summary']}")
         self.progress.event("test_done", test=test, result=result)
 
+    def _after_idle(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> int:
+        """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
+        tkbench was stopped) lets the drive recover: start a new segment, after
+        preconditioning again, so no steady-state window spans the gap."""
+        if not rounds or test.spec.kind != "steady":
+            return segment
+        gap = time.time() - float(rounds[-1].get("ended", time.time()))
+        if gap <= max(self.options.resume_gap, IDLE_GAP_MIN):
+            return segment
+        segment += 1
+        self.store.log(
+            f"test {test.name}: {gap:.0f} s idle since round {rounds[-1]['round']}; "
+            f"new segment {segment}"
+        )
+        self.progress.event(
+            "test_resumed", test=test, action="idle gap: new segment", rounds=len(rounds)
+        )
+        if test.precondition is not None:
+            self._precondition(test, segment)
+        return segment
+
     def _handoff_dir(self) -> Path:
-        d = self.store.scratch_dir() / f"handoff-{time.monotonic_ns()}"
-        d.mkdir(parents=True)
-        return d
+        return self._scratch(f"handoff-{time.monotonic_ns()}")
 
     def _verdicts(
         self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int
     ) -> dict[str, steady.Verdict]:
-        return segment_verdicts(test.to_dict(), rounds)
+        return segment_verdicts(test.to_dict(), rounds, segment)
 
     def _done(
         self,
@@ -407,8 +474,10 @@ class Engine:
             return (bool(rounds) and total_written >= limit) or (
                 time.time() - started >= spec.max_duration
             )
+        # the round limit applies per segment: a new segment starts a new series;
+        # whatever the segments, a test never runs more than ROUND_CAP x the limit
         seg_rounds = [r for r in rounds if int(r.get("segment", 1)) == segment]
-        if len(rounds) >= spec.rounds.max and seg_rounds:
+        if len(seg_rounds) >= spec.rounds.max or len(rounds) >= ROUND_CAP * spec.rounds.max:
             return True
         verdicts = self._verdicts(test, rounds, segment)
         return bool(verdicts) and all(v.reached for v in verdicts.values())
@@ -416,7 +485,10 @@ class Engine:
     def _result(
         self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
     ) -> dict[str, Any]:
-        return test_result(test.to_dict(), rounds, self.target.capacity, segment, total_written)
+        seg = [r for r in rounds if int(r.get("segment", 1)) == segment] or rounds
+        return test_result(
+            test.to_dict(), rounds, self.target.capacity, segment, total_written, len(seg)
+        )
 
 
 def test_result(
@@ -425,9 +497,10 @@ def test_result(
     capacity: int,
     segment: int = 1,
     total_written: int | None = None,
+    segment_rounds: int | None = None,
 ) -> dict[str, Any]:
     """A finished test's result.json: its verdicts and a one-line summary."""
-    verdicts = segment_verdicts(plan, rounds)
+    verdicts = segment_verdicts(plan, rounds, segment if segment_rounds else None)
     kind = plan["kind"]
     reached = bool(verdicts) and all(v.reached for v in verdicts.values())
     if total_written is None:
@@ -461,10 +534,14 @@ def test_result(
 
 
 def segment_verdicts(
-    plan: dict[str, Any], rounds: list[dict[str, Any]]
+    plan: dict[str, Any], rounds: list[dict[str, Any]], segment: int | None = None
 ) -> dict[str, steady.Verdict]:
-    """Steady-state verdict per tracking variable over the last segment's rounds."""
-    seg = last_segment(rounds)
+    """Steady-state verdict per tracking variable over one segment's rounds
+    (the last segment by default; an empty segment has no verdict)."""
+    if segment is None:
+        seg = last_segment(rounds)
+    else:
+        seg = [r for r in rounds if int(r.get("segment", 1)) == segment]
     if not seg:
         return {}
     lim = plan.get("rounds", {})
@@ -481,6 +558,14 @@ def segment_verdicts(
             first_round=int(seg[0]["round"]),
         )
     return out
+
+
+def _written(rounds: list[dict[str, Any]]) -> int:
+    return int(rounds[-1].get("total_written_bytes", 0)) if rounds else 0
+
+
+def _started(rounds: list[dict[str, Any]]) -> float:
+    return float(rounds[0]["started"]) if rounds else time.time()
 
 
 def _find(tests: list[TestData], name: str) -> TestData | None:

@@ -13,9 +13,10 @@ I/O has completed.  tkbench uses both:
 ``startdelay`` brings each point's threads up ahead of time, so the wait is
 all that separates two points: the next point can never overlap the previous
 one, and the idle time is the hand-off alone (a few ms, measured by
-benchmarks/round_overhead.py).  If a clone of point *i* dies without its
-marker, the wait ends after ``timeout`` seconds and the round fails on the
-job's error.
+benchmarks/round_overhead.py).  If the markers do not come within
+``timeout`` seconds (a clone died, or I/O hung), the script exits non-zero:
+fio then skips the point instead of starting it over the previous one, and
+tkbench fails the round because the point did no I/O.
 
 The wait blocks on inotify (libc through ctypes) and so costs no CPU while
 the previous point runs; busy polling here took ~5 % of the IOPS of a
@@ -82,8 +83,10 @@ def wait(directory: str, prev_point: int, clones: int, timeout: float) -> bool:
 
 def main(argv: list[str]) -> int:
     directory, prev_point, clones, timeout = argv[0], int(argv[1]), int(argv[2]), float(argv[3])
-    wait(directory, prev_point, clones, timeout)
-    return 0
+    if wait(directory, prev_point, clones, timeout):
+        return 0
+    sys.stderr.write(f"tkbench hand-off: point {prev_point} did not finish in {timeout:g} s\n")
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,12 +11,14 @@ over (see that module and docs/methodology.md for the measurements).
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
 from .plan import PlannedTest, Point, Precondition
 from .units import fio_duration
 
@@ -57,9 +59,26 @@ class Handoff:
         return f": > {shlex.quote(self.directory)}/done.{point.index}.$$"
 
 
+# fio cuts a job-file value at ';' or '#' (comments) and expands '${VAR}': a path
+# holding one would make fio write somewhere no guard ever checked.
+UNSAFE = ("\n", "\r", ";", "#", "$")
+
+
+def check_value(value: str, what: str) -> None:
+    """InputError unless ``value`` reaches fio exactly as written."""
+    bad = [c for c in UNSAFE if c in value]
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise InputError(
+            f"{what} {value!r} contains {shown}, which fio's job files do not carry "
+            "literally; use a path without it"
+        )
+
+
 def _escape(value: str) -> str:
-    if "\n" in value or "\r" in value:
-        raise ValueError(f"job file value contains a line break: {value!r}")
+    """A job-file value as fio will read it; our own "$$" (the shell's pid in
+    exec_postrun) passes, fio expands only ${VAR} and $keyword."""
+    check_value(re.sub(r"\$\$(?![{A-Za-z])", "", value), "job file value")
     return value
 
 
@@ -150,13 +169,18 @@ def _slice(total: int, parts: int, align: int) -> int:
     return max(align, s - s % align)
 
 
-def schedule(points: Sequence[Point], guard: float = DEFAULT_GUARD) -> list[float]:
-    """Nominal start times (seconds from fio's start) of back-to-back points."""
+def schedule(points: Sequence[Point], slack: float = DEFAULT_GUARD + SLACK) -> list[float]:
+    """Nominal start times (seconds from fio's start) of back-to-back points.
+
+    With the hand-off the slack is 0: a point lasts at least its runtime, so the
+    sum of the previous runtimes is the earliest it can start, and its threads,
+    brought up ``LEAD`` before that, are never late however long the round.
+    """
     delays = []
     t = 0.0
     for p in points:
         delays.append(t)
-        t += p.runtime + guard + SLACK
+        t += p.runtime + slack
     return delays
 
 
@@ -188,7 +212,8 @@ def render_round(
     lines = ["# tkbench round: points run back to back (see docs/methodology.md)"]
     lines += _section("global", g)
     prev: Point | None = None
-    for point, nominal in zip(points, schedule(points), strict=True):
+    nominal_starts = schedule(points, 0.0 if handoff is not None else DEFAULT_GUARD + SLACK)
+    for point, nominal in zip(points, nominal_starts, strict=True):
         lines.append("")
         prerun = postrun = None
         delay = nominal
@@ -226,6 +251,8 @@ def render_precondition(
         "offset_increment": slice_bytes,
         "io_size": max(per_job, pre.bs),
     }
+    if pre.max_duration > 0:
+        job["runtime"] = fio_duration(pre.max_duration)  # whichever comes first
     lines = ["# tkbench workload-independent preconditioning"]
     lines += _section("global", g)
     lines.append("")

@@ -61,9 +61,11 @@ class Precondition:
     bs: int
     numjobs: int
     iodepth: int
+    max_duration: float = 0.0  # seconds; 0 = until total_bytes are written
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "max_duration": self.max_duration,
             "total_bytes": self.total_bytes,
             "bs": self.bs,
             "numjobs": self.numjobs,
@@ -246,6 +248,7 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     bs=pbs,
                     numjobs=spec.workload.numjobs,
                     iodepth=spec.workload.iodepth,
+                    max_duration=profile.precondition.max_duration,
                 )
             tests.append(
                 PlannedTest(

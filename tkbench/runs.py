@@ -11,7 +11,7 @@ from typing import Any
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
-from .errors import InputError, RunDirError
+from .errors import InputError, RunDirError, TkbenchError
 from .runner import ClientFio, FioRunner, LocalFio
 from .store import RunStore, load_run
 from .target import Target, check_direct_io, open_target
@@ -36,8 +36,11 @@ class RunRequest:
     stop: Callable[[], bool] = field(default=lambda: False)
 
 
-def default_out(profile_name: str, root: Path = Path("runs")) -> Path:
-    return root / f"{profile_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+def default_out(profile_name: str, target: str, root: Path = Path("runs")) -> Path:
+    """``runs/PROFILE-TARGET-DATE-TIME``: distinct for runs started together on other drives."""
+    name = Path(target.split("socket=")[-1]).name or "target"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return root / f"{profile_name}-{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def make_runner(servers: list[str]) -> FioRunner:
@@ -70,8 +73,9 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     runner = make_runner(req.fio_servers)
     fio_version = runner.version()
     target = open_target(req.target, size=req.size, create=True)
+    _check_remote(target, runner)
     plan = _plan(prof, target)
-    out = req.out or default_out(prof.name)
+    out = req.out or default_out(prof.name, req.target)
     RunStore.check_new(out)
     with target.lock():
         _guard(target, req, plan)
@@ -127,6 +131,16 @@ def _execute(
     return Engine(plan, target, runner, store, progress, options).run()
 
 
+def _check_remote(target: Target, runner: FioRunner) -> None:
+    """With fio servers, fio writes the server's path while tkbench would identify,
+    guard, lock and purge this host's: refuse that for block devices."""
+    if runner.hosts and target.kind == "block":
+        raise InputError(
+            "--fio-server cannot be used with a block device: tkbench would check and purge "
+            "this host's device while fio writes the server's; run tkbench on the drive's host"
+        )
+
+
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
     target.check_purge(plan.profile.purge.method)
@@ -140,7 +154,10 @@ def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
 
 
 def _same_target(stored: dict[str, Any], target: Target) -> None:
-    if int(stored.get("capacity_bytes", -1)) != target.capacity:
+    cap = stored.get("capacity_bytes")
+    if not isinstance(cap, int):
+        raise RunDirError("the run's manifest has no valid target capacity")
+    if cap != target.capacity:
         raise InputError(
             f"target {target.spec} now has {target.capacity} bytes, the run was started on "
             f"{stored.get('capacity_bytes')}: not the same device"
@@ -204,7 +221,10 @@ def finish_checks(
     if junit:
         checkmod.write_junit(junit, run, found)
     if history is not None:
-        history.add(run, data)
+        try:
+            history.add(run, data)
+        except TkbenchError as exc:  # the run itself is complete: a warning, not a failure
+            data["history_error"] = str(exc)
     return data
 
 

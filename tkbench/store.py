@@ -133,7 +133,11 @@ class RunStore:
     @staticmethod
     def check_new(root: Path) -> None:
         """Refuse a place where a new run directory cannot be made (creates nothing)."""
+        from .jobfile import check_value
+
         root = Path(root)
+        # fio's exec_prerun/postrun name scratch paths below the run directory
+        check_value(str(root.absolute()), "run directory")
         if root.exists() and not root.is_dir():
             raise RunDirError(f"{root}: exists and is not a directory")
         if (root / MANIFEST).exists():
@@ -155,8 +159,15 @@ class RunStore:
         cls.check_new(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
+            # claim the directory: only one run can create its manifest
+            fd = os.open(root / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise RunDirError(
+                f"{root}: another run claimed this directory; choose another --out"
+            ) from None
         except OSError as exc:
             raise RunDirError(f"{root}: cannot create: {exc.strerror}") from None
+        os.close(fd)
         store = cls(root)
         data = {"kind": KIND, "schema": SCHEMA, **manifest}
         write_json(root / MANIFEST, data)
@@ -272,6 +283,24 @@ def _read_optional(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def _check_round(rec: Any, path: Path) -> dict[str, Any]:
+    """A round record with the fields every reader relies on, or RunDirError."""
+    ok = (
+        isinstance(rec, dict)
+        and isinstance(rec.get("round"), int)
+        and isinstance(rec.get("points"), list)
+        and isinstance(rec.get("tracking"), dict)
+        and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool)
+            for v in rec["tracking"].values()
+        )
+        and all(isinstance(p, dict) for p in rec["points"])
+    )
+    if not ok:
+        raise RunDirError(f"{path}: not a round record (corrupt or foreign)")
+    return dict(rec)
+
+
 def load_run(root: Path) -> RunData:
     """Read a run directory back into memory (records only, not raw fio output)."""
     root = Path(root)
@@ -295,10 +324,7 @@ def load_run(root: Path) -> RunData:
             for f in sorted(rdir.iterdir()):
                 m = _ROUND_RE.match(f.name)
                 if m:
-                    rec = read_json(f)
-                    if not isinstance(rec, dict):
-                        raise RunDirError(f"{f}: expected a JSON object")
-                    rounds.append(rec)
+                    rounds.append(_check_round(read_json(f), f))
         rounds.sort(key=lambda r: int(r.get("round", 0)))
         tests.append(
             TestData(

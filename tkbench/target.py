@@ -198,8 +198,11 @@ def is_nbd(spec: str) -> bool:
 
 def open_target(spec: str, size: int | None = None, create: bool = False) -> Target:
     """Resolve a ``--target`` argument.  ``create`` makes a missing regular file."""
-    if not spec or spec.strip() != spec or "\n" in spec:
+    if not spec or spec.strip() != spec:
         raise InputError(f"bad target {spec!r}")
+    from .jobfile import check_value
+
+    check_value(spec, "target")
     if is_nbd(spec):
         return _open_nbd(spec, size)
     path = Path(spec)
