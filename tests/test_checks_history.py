@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import sets
 from tkbench import cli, measure
 from tkbench.report import build_report
 from tkbench.store import load_run
@@ -41,8 +41,7 @@ def _run(tmp: Path, name: str, *extra: str, overrides: tuple[str, ...] = ()) -> 
     ]
     if not (tmp / "t.img").exists():
         args += ["--size", "16M"]
-    for o in [*FAST, *ONLY_IOPS, *overrides]:
-        args += ["--set", o]
+    args += sets(*ONLY_IOPS, *overrides)
     return cli.main(args)
 
 

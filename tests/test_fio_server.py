@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import FAST, TWO_IOPS_ROUNDS
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
 
@@ -54,14 +54,7 @@ def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
             out=tmp_path / "run",
             assume_yes=True,
             fio_servers=[fio_server],
-            overrides=[
-                *FAST,
-                "tests.iops.rounds.max=2",
-                "tests.iops.rounds.window=2",
-                "tests.throughput.enabled=false",
-                "tests.latency.enabled=false",
-                "tests.wsat.enabled=false",
-            ],
+            overrides=[*FAST, *TWO_IOPS_ROUNDS],
         )
     )
     assert manifest["fio_servers"] == [fio_server]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import sets
 from tkbench.store import load_run
 
 TK = [sys.executable, "-m", "tkbench"]
@@ -100,8 +100,7 @@ def test_injected_io_errors_fail_the_run_with_4_and_keep_it_readable(
         str(out),
         "--no-report",
     ]
-    for o in [*FAST, "tests.iops.rounds.max_excursion=0.0000001"]:
-        args += ["--set", o]
+    args += sets("tests.iops.rounds.max_excursion=0.0000001")
     run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 4, run.stderr[-2000:]
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("tkbench:")]
@@ -136,8 +135,7 @@ def test_a_drive_that_disappears_mid_run(
         str(out),
         "--no-report",
     ]
-    for o in [*FAST, "tests.iops.rounds.max_excursion=0.0000001"]:
-        args += ["--set", o]
+    args += sets("tests.iops.rounds.max_excursion=0.0000001")
     run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 4, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
@@ -149,15 +147,13 @@ def test_a_drive_that_disappears_mid_run(
 def test_demo_command_runs_and_stops_its_emulator(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     args = [*TK, "demo", "--out", str(out), "--capacity", "32M"]
-    for o in [
-        *FAST,
+    args += sets(
         "tests.iops.rounds.max=2",
         "tests.iops.rounds.window=2",
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
         "tests.wsat.stop_written_multiple=1",
-    ]:
-        args += ["--set", o]
+    )
     run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"Run directory: {out}" in run.stdout

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import FAST, TWO_IOPS_ROUNDS, sets
 from tkbench import cli
 from tkbench.errors import Interrupted
 from tkbench.runs import RunRequest, start
@@ -181,15 +181,7 @@ def test_cli_run_json_and_show_json(tmp_path: Path, capsys: pytest.CaptureFixtur
         "--no-report",
         "--json",
     ]
-    for o in [
-        *FAST,
-        "tests.iops.rounds.max=2",
-        "tests.iops.rounds.window=2",
-        "tests.throughput.enabled=false",
-        "tests.latency.enabled=false",
-        "tests.wsat.enabled=false",
-    ]:
-        args += ["--set", o]
+    args += sets(*TWO_IOPS_ROUNDS)
     assert cli.main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "complete"
@@ -205,16 +197,7 @@ def test_cli_run_json_and_show_json(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_summary_of_synthetic_records_matches(tmp_path: Path) -> None:
-    out, _ = _run(
-        tmp_path,
-        [
-            "tests.iops.rounds.max=2",
-            "tests.iops.rounds.window=2",
-            "tests.throughput.enabled=false",
-            "tests.latency.enabled=false",
-            "tests.wsat.enabled=false",
-        ],
-    )
+    out, _ = _run(tmp_path, TWO_IOPS_ROUNDS)
     s = run_summary(load_run(out))
     t = s["tests"][0]
     rounds = load_run(out).test("iops").rounds
@@ -236,15 +219,7 @@ def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.Monke
         "rel-run",
         "--no-report",
     ]
-    for o in [
-        *FAST,
-        "tests.iops.rounds.max=2",
-        "tests.iops.rounds.window=2",
-        "tests.throughput.enabled=false",
-        "tests.latency.enabled=false",
-        "tests.wsat.enabled=false",
-    ]:
-        args += ["--set", o]
+    args += sets(*TWO_IOPS_ROUNDS)
     assert cli.main(args) == 0
     assert len(load_run(tmp_path / "rel-run").test("iops").rounds) == 2
 

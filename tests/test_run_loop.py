@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench import cli
 from tkbench.store import load_run
 
@@ -42,15 +42,7 @@ def _digest(dev: str) -> str:
 
 def _run_args(dev: str, out: Path, *extra: str) -> list[str]:
     args = ["run", "--profile", "quick", "--target", dev, "--out", str(out), "--no-report", *extra]
-    for o in [
-        *FAST,
-        "tests.iops.rounds.max=2",
-        "tests.iops.rounds.window=2",
-        "tests.throughput.enabled=false",
-        "tests.latency.enabled=false",
-        "tests.wsat.enabled=false",
-    ]:
-        args += ["--set", o]
+    args += sets(*TWO_IOPS_ROUNDS)
     return args
 
 
