@@ -235,8 +235,10 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     deviations = pts_deviations(m)
     if deviations:
         out.append(
-            "This run deviates from the SNIA PTS-E 2.0 test parameters (profile "
-            f"{as_dict(m.get('profile')).get('name', '?')}): " + "; ".join(deviations) + "."
+            "This run departs from the SNIA PTS test parameters (profile "
+            f"{as_dict(m.get('profile')).get('name', '?')}: "
+            f"{', '.join(d.split(':')[0] for d in deviations)}); its numbers are not PTS "
+            "results. The differences are listed under Test set-up, Notes."
         )
     not_steady = [t.title for t in tests if t.steady is False]
     if not_steady:
@@ -281,6 +283,7 @@ def run_notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     """Notes of the target's identification and of the planning."""
     notes = [str(n) for n in identity(manifest).get("notes", []) if n]
     notes += [str(n) for n in manifest.get("plan_notes", []) if n]
+    notes += [f"Differs from the SNIA PTS parameters: {d}." for d in pts_deviations(manifest)]
     return tuple(notes)
 
 
