@@ -11,8 +11,14 @@ imports included; the memory is the child's peak resident set size
 process, so no other child counts).  Goal on the 2-core reference machine:
 <= 15 s and <= 600 MB.
 
-The last line is machine-readable: ``render_seconds=X peak_rss_mb=Y pages=Z``
-(median time over the repeats, largest peak RSS).
+Then it builds a second synthetic run of a slower drive and times
+``tkbench compare RUN_1 RUN_2 --out cmp.pdf`` (tables plus overlaid plots of
+both full runs) the same way; its time is also given as a ratio to the single
+report's, measured in the same run of this script.
+
+The last line is machine-readable: ``render_seconds=X peak_rss_mb=Y pages=Z
+compare_seconds=C compare_ratio=R`` (median times over the repeats, largest
+peak RSS of all the children).
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from tkbench.report.synthetic import make_synthetic_run
+from tkbench.report.synthetic import DriveModel, make_synthetic_run
 
 GOAL_SECONDS = 15.0
 GOAL_RSS_MB = 600.0
@@ -46,13 +53,14 @@ def page_count(pdf: Path) -> int:
     return len(re.findall(rb"/Type\s*/Page\b", pdf.read_bytes()))
 
 
-def render_once(run: Path, out: Path) -> float:
-    cmd = [sys.executable, "-m", "tkbench", "report", str(run), "--out", str(out)]
+def timed(*args: str) -> float:
+    """Wall-clock seconds of ``tkbench ARGS...`` in a child process."""
+    cmd = [sys.executable, "-m", "tkbench", *args]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"tkbench report failed ({proc.returncode}): {proc.stderr.strip()}")
+        raise SystemExit(f"tkbench {args[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
     return seconds
 
 
@@ -70,17 +78,24 @@ def main(argv: list[str] | None = None) -> int:
         make_synthetic_run(run, seed=args.seed)
         print(f"synthetic run built in {time.perf_counter() - t0:.1f} s: {run}")
         out = base / "report.pdf"
-        times = []
+        slower = replace(DriveModel(), write_iops_steady=80_000.0, seq_write_bw=3.1e9)
+        other = make_synthetic_run(base / "synthetic-pts-e-2", seed=args.seed + 1, drive=slower)
+        cmp_pdf = base / "compare.pdf"
+        times, cmp_times = [], []
         for i in range(args.repeat):
-            seconds = render_once(run, out)
-            times.append(seconds)
-            print(f"render {i + 1}: {seconds:.2f} s")
+            times.append(timed("report", str(run), "--out", str(out)))
+            print(f"render {i + 1}: {times[-1]:.2f} s")
+            cmp_times.append(timed("compare", str(run), str(other), "--out", str(cmp_pdf)))
+            print(f"compare {i + 1}: {cmp_times[-1]:.2f} s")
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
         pages = page_count(out)
-        median = statistics.median(times)
+        median, cmp_median = statistics.median(times), statistics.median(cmp_times)
         ok = median <= GOAL_SECONDS and peak_mb <= GOAL_RSS_MB
         print(f"goal <= {GOAL_SECONDS:g} s and <= {GOAL_RSS_MB:g} MB: {'met' if ok else 'NOT met'}")
-        print(f"render_seconds={median:.2f} peak_rss_mb={peak_mb:.0f} pages={pages}")
+        print(
+            f"render_seconds={median:.2f} peak_rss_mb={peak_mb:.0f} pages={pages} "
+            f"compare_seconds={cmp_median:.2f} compare_ratio={cmp_median / median:.2f}"
+        )
     return 0
 
 

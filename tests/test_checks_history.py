@@ -143,5 +143,36 @@ def test_compare_json_and_text(base_run: Path, capsys: pytest.CaptureFixture[str
     row = next(r for r in rows if r["point"] == "4k 0/100")
     va, vb = row["values"]
     assert row["delta_pct"][1] == pytest.approx((vb - va) / va * 100)
+    assert out["differences"] == []  # same profile, same conditions
     assert cli.main(["compare", str(a), str(b)]) == 0
-    assert "Δ run 2" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "Δ run 2" in text and "conditions that differ" not in text
+
+
+def test_compare_names_conditions_that_differ(
+    base_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run at another queue depth is not comparable point for point: compare says so."""
+    tmp = base_run
+    assert _run(tmp, "qd1", overrides=("workload.iodepth=1",)) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", str(tmp / "base"), str(tmp / "qd1"), "--json"]) == 0
+    diffs = json.loads(capsys.readouterr().out)["differences"]
+    assert diffs == [
+        {
+            "test": "iops",
+            "condition": "outstanding I/O",
+            "values": ["2 jobs × QD 8", "2 jobs × QD 1"],
+        }
+    ]
+    pdf = tmp / "cmp" / "qd.pdf"
+    assert cli.main(["compare", str(tmp / "base"), str(tmp / "qd1"), "--out", str(pdf)]) == 0
+    assert (
+        "iops: outstanding I/O differs (run 1: 2 jobs × QD 8, run 2: 2 jobs × QD 1)"
+        in capsys.readouterr().out
+    )
+    text = subprocess.run(
+        ["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    assert "Conditions differ." in text
+    assert "outstanding I/O: run 1 2 jobs × QD 8; run 2 2 jobs × QD 1" in " ".join(text.split())

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 
 from tkbench import cli
-from tkbench.compare import compare
 from tkbench.errors import InputError, RunDirError
 from tkbench.report import build_comparison, build_report, render
 from tkbench.report.synthetic import SYNTHETIC_MODEL, make_synthetic_run
@@ -475,13 +475,49 @@ def test_synthetic_run_is_a_real_run_directory(synthetic_run: Path) -> None:
     assert all(t.result is not None for t in run.tests)
 
 
+def scaled_copy(run: Path, dest: Path, factor: float) -> Path:
+    """A copy of ``run`` whose IOPS and throughput are ``factor`` times the measured ones
+    (every point of every round, and the tracking values made from them)."""
+    shutil.copytree(run, dest)
+    for f in dest.glob("tests/*/rounds/[0-9]*.json"):
+        rec = json.loads(f.read_text())
+        for p in rec["points"]:
+            p["iops"] *= factor
+            p["bw_bytes"] *= factor
+        rec["tracking"] = {
+            k: v * factor if k.split()[0] in ("iops", "bw") else v
+            for k, v in rec["tracking"].items()
+        }
+        f.write_text(json.dumps(rec))
+    return dest
+
+
+def page_pixels(pdf: Path, page: int, color: str, tmp: Path) -> int:
+    """Pixels of one page (1-based), rendered at 100 dpi, within ±24 of ``color`` (#rrggbb)."""
+    from PIL import Image
+
+    run_tool(
+        "pdftoppm", "-r", "100", "-f", str(page), "-l", str(page), "-png", str(pdf), str(tmp / "pg")
+    )
+    png = next(tmp.glob("pg*.png"))
+    want = np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)])
+    pixels = np.asarray(Image.open(png).convert("RGB"), dtype=int)
+    png.unlink()
+    return int((np.abs(pixels - want) <= 24).all(axis=-1).sum())
+
+
+def signed(delta: float) -> str:
+    """A delta as the comparison prints it: sign, one decimal, a true minus."""
+    return f"{delta:+.1f} %".replace("-", "\u2212")
+
+
 def test_comparison_pdf_of_a_real_and_a_synthetic_run(
     real_run: Path, synthetic_run: Path, tmp_path: Path
 ) -> None:
     from tkbench.store import load_run
 
     runs = [load_run(real_run), load_run(synthetic_run)]
-    pdf = build_comparison(runs, compare(runs), tmp_path / "cmp.pdf")
+    pdf = build_comparison(runs, tmp_path / "cmp.pdf")
     rep = read_pdf(pdf)
     assert pdf.with_suffix(".html").exists()
     for page in rep.pages:
@@ -493,6 +529,74 @@ def test_comparison_pdf_of_a_real_and_a_synthetic_run(
     synthetic_4k_write = window_mean(rounds_of(synthetic_run, "iops"), 4096, 0, "iops")
     delta = (synthetic_4k_write - real_4k_write) / real_4k_write * 100
     assert (
-        f"4k 0/100 iops IOPS {whole(real_4k_write)} {whole(synthetic_4k_write)} {delta:+.1f} %"
-        in flat
+        f"4k 0/100 IOPS {whole(real_4k_write)} {whole(synthetic_4k_write)} {signed(delta)}" in flat
     )
+    # a quick run and a PTS-E run: different conditions, said on page 1 and per test
+    assert "Conditions differ." in rep.pages[0]
+    assert "block sizes: run 1 4k, 64k; run 2 512, 4k, 8k, 16k, 32k, 64k, 128k, 1024k" in flat
+    assert "outstanding I/O: run 1 2 jobs × QD 8; run 2 4 jobs × QD 32" in flat
+    # a test only one run has is still compared: the other run has dashes
+    assert "Run 1 did not run this test." in flat
+    assert "Throughput 128k: every point" in flat and "128k 0/100 MB/s – " in flat
+    for caption in ("Convergence.", "Measurements.", "Change against run 1.", "Write saturation."):
+        assert caption in flat
+
+
+def test_comparison_overlays_every_run_and_shows_the_deltas(real_run: Path, tmp_path: Path) -> None:
+    """Run 2 is run 1 with every IOPS and MB/s value ×1.25: every delta is +25.0 %, and
+    the convergence figure draws both runs in their colours."""
+    from tkbench.report.comparison_figures import run_style
+    from tkbench.store import load_run
+
+    faster = scaled_copy(real_run, tmp_path / "faster", 1.25)
+    pdf = build_comparison([load_run(real_run), load_run(faster)], tmp_path / "cmp.pdf")
+    rep = read_pdf(pdf)
+    flat = rep.flat
+    assert "Conditions differ" not in flat  # a copy: the same conditions
+    for bs, rp in ((4096, 0), (65536, 65), (4096, 100)):
+        v = window_mean(rounds_of(real_run, "iops"), bs, rp, "iops")
+        point = f"{'4k' if bs == 4096 else '64k'} {rp}/{100 - rp}"
+        assert f"{point} IOPS {whole(v)} {whole(v * 1.25)} +25.0 %" in flat
+    # the IOPS test's delta map: +25.0 in each of its 6 cells
+    page = next(p for p in rep.pages if "Change against run 1." in p)
+    assert re.findall(r"\+25\.0(?! %)", page) == ["+25.0"] * 6
+    # both runs are drawn on the convergence page
+    conv = next(i for i, p in enumerate(rep.pages, 1) if "Convergence." in p)
+    for style in (run_style(0), run_style(1)):
+        assert page_pixels(pdf, conv, style.color, tmp_path) > 200, style
+    # 25 % better is printed green, nothing red
+    table = next(i for i, p in enumerate(rep.pages, 1) if "IOPS: every point" in p)
+    assert page_pixels(pdf, table, "#1d6b2f", tmp_path) > 100
+    assert page_pixels(pdf, table, "#b00020", tmp_path) == 0
+
+
+def test_comparison_of_many_runs_fits_the_page(real_run: Path, tmp_path: Path) -> None:
+    """Eight runs (TKperf's compare stopped at seven): every value of every run is printed,
+    in tables of run 1 and at most four others."""
+    from tkbench.store import load_run
+
+    factors = [1.0 + 0.05 * k for k in range(8)]
+    dirs = [real_run] + [
+        scaled_copy(real_run, tmp_path / f"run{k}", f) for k, f in enumerate(factors[1:], 2)
+    ]
+    pdf = build_comparison([load_run(d) for d in dirs], tmp_path / "many.pdf")
+    flat = read_pdf(pdf).flat
+    assert "Comparison of 8 runs" in flat
+    assert "IOPS: every point (runs 1, 2, 3, 4, 5)" in flat
+    assert "IOPS: every point (runs 1, 6, 7, 8)" in flat
+    base = window_mean(rounds_of(real_run, "iops"), 4096, 0, "iops")
+    for group in (factors[1:5], factors[5:]):
+        cells = " ".join(f"{whole(base * f)} {signed((f - 1) * 100)}" for f in group)
+        assert f"4k 0/100 IOPS {whole(base)} {cells}" in flat
+
+
+def test_comparison_column_groups() -> None:
+    assert render.column_groups(1) == [[0]]
+    assert render.column_groups(5) == [[0, 1, 2, 3, 4]]
+    assert render.column_groups(6) == [[0, 1, 2, 3, 4], [0, 5]]
+    assert render.column_groups(12, per_table=4) == [
+        [0, 1, 2, 3],
+        [0, 4, 5, 6],
+        [0, 7, 8, 9],
+        [0, 10, 11],
+    ]

@@ -241,7 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--out", type=Path, metavar="FILE.pdf", help="also write a comparison PDF")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE.pdf",
+        help="also write a comparison PDF: tables, overlaid convergence and measurement plots",
+    )
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("profiles", help="list the bundled profiles")
@@ -463,25 +468,31 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare, format_rows
+    from .compare import compare, differences, format_rows
     from .store import load_run
 
     runs = [load_run(d) for d in args.runs]
     rows = compare(runs)
+    diffs = differences(runs)
     if args.json:
         print(
             json.dumps(
-                {"runs": [str(r.root) for r in runs], "rows": [r.to_dict() for r in rows]}, indent=1
+                {
+                    "runs": [str(r.root) for r in runs],
+                    "differences": [d.to_dict() for d in diffs],
+                    "rows": [r.to_dict() for r in rows],
+                },
+                indent=1,
             )
         )
     else:
-        print(format_rows(runs, rows))
+        print(format_rows(runs, rows, diffs))
     if args.out:
         try:
             from .report import build_comparison
         except ImportError:
             raise InputError("the comparison PDF needs the report package") from None
-        sys.stderr.write(f"comparison: {build_comparison(runs, rows, args.out)}\n")
+        sys.stderr.write(f"comparison: {build_comparison(runs, args.out)}\n")
     return 0
 
 

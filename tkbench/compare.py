@@ -1,13 +1,23 @@
-"""Side-by-side comparison of runs (any number, any drives): the same points, deltas in %."""
+"""Side-by-side comparison of runs (any number, any drives): the same points, deltas in %.
+
+Every value is a point's mean over its test's measurement window, read through
+:mod:`tkbench.measure` (the numbers each run's own report shows).  Tests and
+points are the union over the runs, in the order the first run that has them
+ran them; a run lacking a point shows no value there.  A comparison is only
+fair under the same conditions, so :func:`differences` lists every test
+condition (queue depth, runtime, stop rule, ...) in which a run departs from
+run 1.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import measure
-from .store import RunData
+from .store import RunData, TestData
 from .units import format_size
 
 
@@ -40,40 +50,138 @@ class Row:
         }
 
 
+@dataclass(frozen=True)
+class Difference:
+    """A test condition in which some run departs from run 1."""
+
+    test: str
+    condition: str
+    values: tuple[str | None, ...]  # per run; None: the run lacks the test
+
+    def text(self) -> str:
+        shown = ", ".join(
+            f"run {i}: {v if v is not None else '-'}" for i, v in enumerate(self.values, 1)
+        )
+        return f"{self.test}: {self.condition} differs ({shown})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "condition": self.condition, "values": list(self.values)}
+
+
 UNITS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms", "p99.99": "ms"}
 
 
-def _metrics(plan: dict[str, Any]) -> list[str]:
+def _metrics(plan: Mapping[str, Any]) -> list[str]:
     tracked = [label.split()[0] for label in plan.get("tracking", [])]
     first = tracked[0] if tracked else "iops"
     return [first, "p99.99"] if first == "lat_mean" else [first]
 
 
-def compare(runs: list[RunData]) -> list[Row]:
-    """Rows for every (test, point) of the first run that has rounds, in plan order."""
+def test_names(runs: Sequence[RunData]) -> list[str]:
+    """Every test with rounds in any run, in the order of the first run that has it."""
+    names: dict[str, None] = {}
+    for run in runs:
+        for t in run.tests:
+            if t.rounds:
+                names.setdefault(t.name, None)
+    return list(names)
+
+
+def tests_of(runs: Sequence[RunData], name: str) -> list[TestData | None]:
+    """The test ``name`` of every run (None where a run lacks it or has no rounds)."""
+    return [next((t for t in r.tests if t.name == name and t.rounds), None) for r in runs]
+
+
+def points_of(tests: Sequence[TestData | None]) -> list[tuple[int, int]]:
+    """(block size, read %) of every point any of ``tests`` planned, in plan order."""
+    seen: dict[tuple[int, int], None] = {}
+    for t in tests:
+        for p in (t.plan.get("points") or []) if t is not None else []:
+            seen.setdefault((int(p["bs"]), int(p["read_pct"])), None)
+    return list(seen)
+
+
+def compare(runs: Sequence[RunData]) -> list[Row]:
+    """Rows for every (test, metric, point) of any run, deltas against run 1."""
     rows: list[Row] = []
-    first = runs[0]
-    for t in first.tests:
-        if not t.rounds:
-            continue
-        others = [next((o for o in r.tests if o.name == t.name), None) for r in runs]
-        for metric in _metrics(t.plan):
-            for p in t.plan.get("points", []):
-                bs, rp = int(p["bs"]), int(p["read_pct"])
+    for name in test_names(runs):
+        tests = tests_of(runs, name)
+        plan = next(t for t in tests if t is not None).plan
+        for metric in _metrics(plan):
+            for bs, rp in points_of(tests):
                 vals = tuple(
-                    measure.value(o, metric, bs, rp) if o is not None and o.rounds else math.nan
-                    for o in others
+                    measure.value(t, metric, bs, rp) if t is not None else math.nan for t in tests
                 )
                 rows.append(
-                    Row(
-                        t.name,
-                        f"{format_size(bs)} {rp}/{100 - rp}",
-                        metric,
-                        UNITS.get(metric, ""),
-                        vals,
-                    )
+                    Row(name, f"{format_size(bs)} {rp}/{100 - rp}", metric, UNITS[metric], vals)
                 )
     return rows
+
+
+# --------------------------------------------------------------------------- conditions
+
+
+def _sizes(values: Sequence[int]) -> str:
+    return ", ".join(format_size(v) for v in values)
+
+
+def conditions(plan: Mapping[str, Any]) -> dict[str, str]:
+    """The conditions of a test that its numbers depend on, as comparable text."""
+    wl = plan.get("workload") or {}
+    pts = plan.get("points") or []
+    pre = plan.get("precondition") or {}
+    lim = plan.get("rounds") or {}
+    active = float(plan.get("active_bytes") or 0)
+    out = {
+        "kind": str(plan.get("kind", "steady")),
+        "access pattern": ", ".join(sorted({str(p.get("pattern", "?")) for p in pts})),
+        "block sizes": _sizes(sorted({int(p["bs"]) for p in pts})),
+        "R/W mixes": ", ".join(
+            f"{m}/{100 - m}" for m in sorted({int(p["read_pct"]) for p in pts}, reverse=True)
+        ),
+        "outstanding I/O": f"{wl.get('numjobs', 1)} jobs × QD {wl.get('iodepth', 1)}",
+        "point runtime": ", ".join(f"{float(p.get('runtime', 0)):g} s" for p in pts[:1]),
+        "ActiveRange": f"{float(plan.get('active_range', 100)):g} %",
+        "data pattern": str(wl.get("data_pattern", "?")),
+        "I/O": f"{'direct' if wl.get('direct', True) else 'buffered'}, "
+        f"ioengine {wl.get('ioengine', '?')}",
+        "purge": "yes" if plan.get("purge") else "no",
+        "preconditioning": (
+            f"{float(pre.get('total_bytes', 0)) / active:.2g}× ActiveRange, "
+            f"{format_size(int(pre.get('bs', 0)))}"
+            if pre and active
+            else "none"
+        ),
+    }
+    if plan.get("kind") == "steady":
+        out["stop rule"] = (
+            f"window {lim.get('window')}, excursion ≤ {float(lim.get('max_excursion', 0)):g}, "
+            f"slope ≤ {float(lim.get('max_slope_excursion', 0)):g}, "
+            f"at most {lim.get('max')} rounds"
+        )
+    return out
+
+
+def differences(runs: Sequence[RunData]) -> list[Difference]:
+    """Every condition of every test in which some run departs from run 1.
+
+    A test some runs lack is one difference, ``ran`` (``yes``/``no`` per run);
+    the conditions are then compared among the runs that have it.
+    """
+    out = []
+    for name in test_names(runs):
+        conds = [conditions(t.plan) if t is not None else None for t in tests_of(runs, name)]
+        if None in conds:
+            out.append(Difference(name, "ran", tuple("no" if c is None else "yes" for c in conds)))
+        keys = next(c for c in conds if c is not None)
+        for key in keys:
+            values = tuple(c.get(key) if c is not None else None for c in conds)
+            if len({v for v in values if v is not None}) > 1:
+                out.append(Difference(name, key, values))
+    return out
+
+
+# --------------------------------------------------------------------------- text
 
 
 def run_label(run: RunData) -> str:
@@ -81,11 +189,16 @@ def run_label(run: RunData) -> str:
     return f"{ident.get('model', '?')} ({run.root.name})"
 
 
-def format_rows(runs: list[RunData], rows: list[Row]) -> str:
+def format_rows(
+    runs: Sequence[RunData], rows: Sequence[Row], diffs: Sequence[Difference] = ()
+) -> str:
     names = [run_label(r) for r in runs]
     lines = [
         f"run {i + 1}: {n}  [{r.root}]" for i, (n, r) in enumerate(zip(names, runs, strict=True))
     ]
+    if diffs:
+        lines += ["", "conditions that differ (compare with care):"]
+        lines += [f"  {d.text()}" for d in diffs]
     head = (
         f"{'test':<18} {'point':<11} {'metric':<9}"
         + "".join(f"{'run ' + str(i + 1):>14}" for i in range(len(runs)))

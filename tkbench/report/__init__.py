@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError, RunDirError
 from ..store import RunData, load_run, write_atomic
@@ -60,9 +59,9 @@ def build_report(
     return out_pdf
 
 
-def build_comparison(runs: Sequence[RunData], rows: Sequence[Any], out_pdf: Path | str) -> Path:
-    """Write the comparison PDF of ``runs`` (rows of :func:`tkbench.compare.compare`) and
-    its HTML beside it.  Returns the PDF's path."""
+def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
+    """Write the comparison PDF of ``runs`` (against run 1) and its HTML beside it.
+    Returns the PDF's path."""
     from . import comparison, render
 
     out_pdf = Path(out_pdf)
@@ -70,11 +69,11 @@ def build_comparison(runs: Sequence[RunData], rows: Sequence[Any], out_pdf: Path
         raise InputError(f"{out_pdf}: the comparison file name must end in .pdf")
     if not runs:
         raise InputError("nothing to compare: no run given")
-    model = comparison.comparison_model(runs, rows, generated=time.time())
-    html = render.render_comparison(model)
-    pdf, _pages = render.render_pdf(html, render.AssetFetcher({}))
+    model = comparison.comparison_model(runs, generated=time.time())
+    doc = render.build_comparison_document(model)
+    pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
     _make_parent(out_pdf)
-    write_atomic(out_pdf.with_suffix(".html"), html)
+    write_atomic(out_pdf.with_suffix(".html"), doc.html)
     write_atomic(out_pdf, pdf)
     return out_pdf
 

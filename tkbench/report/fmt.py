@@ -43,6 +43,13 @@ def percent(fraction: float | None, decimals: int = 1) -> str:
     return f"{fraction * 100:.{decimals}f} %"
 
 
+def signed_pct(delta: float | None) -> str:
+    """A change in percent with its sign and a true minus: ``+4.2 %``, ``−11.0 %``."""
+    if delta is None or not math.isfinite(delta):
+        return "–"
+    return f"{delta:+.1f} %".replace("-", "\u2212")
+
+
 def limit(fraction: float) -> str:
     """An allowed fraction as the specification writes it: ``20 %``."""
     return f"{fraction * 100:g} %"

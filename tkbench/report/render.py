@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +39,7 @@ with warnings.catch_warnings():
 from ..errors import InputError
 from ..measure import TAIL_SAMPLES
 from ..units import data_dir
-from . import figures, fmt
+from . import comparison_figures, figures, fmt
 from .comparison import Comparison
 from .model import Report, TestReport
 
@@ -112,6 +112,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         sig=fmt.sig,
         pct=fmt.percent,
+        signed_pct=fmt.signed_pct,
         limit=fmt.limit,
         when=fmt.when,
         when_short=fmt.when_short,
@@ -225,10 +226,68 @@ def build_document(report: Report, logo: Logo | None = None) -> Document:
     return Document(html=html, print_html=print_html, assets=assets)
 
 
-def render_comparison(comparison: Comparison, paper: str = "A4") -> str:
-    """The self-contained HTML of a comparison of runs (no figures, no assets)."""
+@dataclass(frozen=True)
+class SectionFigures:
+    """The figures of one compared test (None: not drawn)."""
+
+    convergence: Any = None
+    measurement: Any = None
+    deltas: Any = None
+    saturation: Any = None
+
+
+def _comparison_figures(
+    comparison: Comparison, styles: Sequence[comparison_figures.RunStyle]
+) -> dict[str, SectionFigures]:
+    name = figures.Namer()
+    out = {}
+    for s in comparison.sections:
+        out[s.test] = SectionFigures(
+            convergence=comparison_figures.convergence_overlay(s.reports, styles, name()),
+            measurement=comparison_figures.measurement_overlay(s.reports, styles, name()),
+            deltas=comparison_figures.delta_maps(s.reports, styles, s.higher_is_better, name()),
+            saturation=comparison_figures.saturation_overlay(s.reports, styles, name()),
+        )
+    return out
+
+
+RUNS_PER_TABLE = 5  # run 1 and four others: the widest table that fits A4 and Letter
+
+
+def column_groups(n: int, per_table: int = RUNS_PER_TABLE) -> list[list[int]]:
+    """Run indices of each table: run 1 (the reference) first in every one."""
+    if n <= per_table:
+        return [list(range(n))]
+    rest = list(range(1, n))
+    step = per_table - 1
+    return [[0, *rest[k : k + step]] for k in range(0, len(rest), step)]
+
+
+def build_comparison_document(comparison: Comparison, paper: str = "A4") -> Document:
+    """Draw the comparison's figures once; lay it out for reading and for printing."""
+    styles = [comparison_figures.run_style(i) for i in range(len(comparison.runs))]
+    figs = _comparison_figures(comparison, styles)
     template = environment().get_template(COMPARISON_TEMPLATE)
-    return template.render(c=comparison, css=stylesheet(), paper_css=Markup(PAPER_CSS[paper]))
+
+    def render(embed: _Embedder) -> str:
+        return template.render(
+            c=comparison,
+            styles=styles,
+            groups=column_groups(len(comparison.runs)),
+            figs={
+                k: SectionFigures(
+                    embed(f.convergence), embed(f.measurement), embed(f.deltas), embed(f.saturation)
+                )
+                for k, f in figs.items()
+            },
+            css=stylesheet(),
+            paper_css=Markup(PAPER_CSS[paper]),
+        )
+
+    html = render(_Embedder(linked=False))
+    linked = _Embedder(linked=True)
+    print_html = render(linked)
+    return Document(html=html, print_html=print_html, assets=dict(linked.assets))
 
 
 # --------------------------------------------------------------------------- PDF
