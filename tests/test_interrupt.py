@@ -94,6 +94,26 @@ def test_sigterm_stops_cleanly_with_130_and_resume_completes(tmp_path: Path) -> 
     assert all(t.result is not None for t in data.tests)
 
 
+def test_a_burst_of_signals_still_ends_interrupted_and_resumable(tmp_path: Path) -> None:
+    """systemd's stop, a double Ctrl-C: signals that arrive while tkbench is stopping fio
+    and marking the run must not cut that short."""
+    out = tmp_path / "run"
+    proc = _start(tmp_path, out)
+    _wait_rounds(proc, out, 2)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+        os.killpg(proc.pid, sig)
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert load_run(out).manifest["status"] == "interrupted"
+    _all_json_complete(out)
+    proc = _start(tmp_path, out, "--resume", str(out))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert load_run(out).manifest["status"] == "complete"
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sigkill_of_the_process_group_then_resume(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)

@@ -331,7 +331,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM or SIGINT stops the run; any further one arrives while tkbench
+    stops fio and marks the run interrupted (a few seconds at most) and is ignored, so
+    a burst of signals (systemd, a double Ctrl-C) cannot cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Interrupted("terminated by signal")
 
 
@@ -426,16 +433,22 @@ def _write_report(run_dir: Path) -> Path | None:
 def _with_progress(
     body: Callable[[Any], tuple[Path, dict[str, Any]]],
 ) -> tuple[Path, dict[str, Any]]:
-    """Run ``body(progress)`` with the progress display and SIGTERM as an interruption."""
+    """Run ``body(progress)`` with the progress display, SIGTERM and SIGINT as an
+    interruption (see :func:`_on_signal`)."""
     progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    old_term = signal.signal(signal.SIGTERM, _on_signal)
+    old_int = signal.signal(signal.SIGINT, _on_signal)
     try:
         return body(progress)
     finally:
-        signal.signal(signal.SIGTERM, old)
         close = getattr(progress, "close", None)
         if close:
             close()
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+            # not signalled; once signalled, the process is on its way out with 130
+            # and late signals of the burst stay ignored
+            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
 
 
 def _prompt(text: str) -> str:
