@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .profile import Mix, Profile, TestSpec, Tracking
+from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .units import format_duration, format_size, human_bytes
 
 
@@ -332,6 +332,7 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             lines.append(f"  note      {note}")
     for note in plan.notes:
         lines.append(f"Note: {note}")
+    lines += _acceptance_lines(plan.profile.acceptance)
     lo, hi = plan.estimate(precondition_rate)
     lines.append("")
     lines.append(
@@ -339,3 +340,17 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         f"(preconditioning at an assumed {precondition_rate / 1e6:.0f} MB/s)"
     )
     return "\n".join(lines)
+
+
+def _acceptance_lines(ac: Acceptance) -> list[str]:
+    """The PASS/FAIL checks the run will apply (exit 1 when one fails)."""
+    checks = [c.label for c in ac.criteria]
+    if ac.steady_state:
+        checks.insert(0, "every steady-state test reaches steady state")
+    if ac.regression_threshold:
+        checks.append(
+            f"no headline number {ac.regression_threshold:g} % worse than the baseline run"
+        )
+    if not checks:
+        return []
+    return ["", "Acceptance (the run exits 1 when one fails):", *(f"  {c}" for c in checks)]
