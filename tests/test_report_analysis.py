@@ -339,3 +339,47 @@ def test_pts_deviations_name_every_reduced_parameter() -> None:
     assert "at most 12 rounds (PTS: 25)" in quick
     assert "2 jobs x QD 8 (PTS: 4 x 32)" in quick
     assert "stops at 4x capacity or 1m 00s" in quick
+
+
+def _queue_plan(numjobs: int = 2, iodepth: int = 8) -> dict[str, Any]:
+    return {
+        "points": [
+            {"bs": bs, "read_pct": rp, "numjobs": numjobs, "iodepth": iodepth}
+            for bs in (65536, 4096)
+            for rp in (100, 0)
+        ]
+    }
+
+
+def _queue_round(values: dict[tuple[int, int], tuple[float, float]]) -> dict[str, Any]:
+    """A round record with (IOPS, mean response time in µs) per point."""
+    return {
+        "points": [
+            {"bs": bs, "read_pct": rp, "iops": iops, "lat_mean_ns": lat_us * 1000}
+            for (bs, rp), (iops, lat_us) in values.items()
+        ]
+    }
+
+
+def test_littles_law_uses_each_rounds_product() -> None:
+    # 16 outstanding I/Os: 80,000 IOPS x 200 µs = 16 and 40,000 x 400 µs = 16; the
+    # product of the means (60,000 x 300 µs = 18) would claim 112 %
+    rounds = [
+        _queue_round({(4096, 100): (80_000, 200), (4096, 0): (40_000, 380)}),
+        _queue_round({(4096, 100): (40_000, 400), (4096, 0): (40_000, 380)}),
+    ]
+    text, warn = analysis.queue_check(_queue_plan(), rounds)
+    assert not warn
+    assert "kept 95 % to 100 % of the 16 outstanding I/Os" in text
+
+
+def test_littles_law_flags_a_starved_queue_and_impossible_numbers() -> None:
+    low = [_queue_round({(4096, 100): (20_000, 400), (65536, 0): (30_000, 500)})]
+    text, warn = analysis.queue_check(_queue_plan(), low)
+    assert warn
+    assert "Below 80 %: 4k 100/0 (50 %)" in text and "host" in text
+    high = [_queue_round({(4096, 100): (50_000, 400)})]  # 20 in flight of 16
+    text, warn = analysis.queue_check(_queue_plan(), high)
+    assert warn
+    assert "kept 125 % of the 16" in text and "disagree" in text and "4k 100/0" in text
+    assert analysis.queue_check(_queue_plan(), []) == ("", False)

@@ -338,6 +338,70 @@ def round_rows(
     return tuple(rows)
 
 
+# --------------------------------------------------------------------------- Little's law
+
+QUEUE_LOW = 0.8  # below this share of the configured queue the host may be the limit
+QUEUE_HIGH = 1.05  # above it IOPS and response times cannot both be right
+
+
+def pct(fraction: float) -> str:
+    return f"{fraction * 100:.0f} %"
+
+
+def queue_check(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
+    """Little's law over the window: I/Os in flight = IOPS x mean response time.
+
+    fio keeps jobs x queue depth I/Os outstanding, so every point should come out
+    close to that number.  Far below it, the host (CPU, interrupts, the I/O
+    engine) limited the rate rather than the drive; above it, the IOPS and the
+    response times of the point disagree.  Each round's product is taken, then
+    their mean (the product of the window means would overstate it whenever IOPS
+    and response time move against each other from round to round).  Returns the
+    sentence for the report and whether it is a warning.
+    """
+    planned = {(int(p["bs"]), int(p["read_pct"])): p for p in plan_points(plan)}
+    products: dict[tuple[int, int], list[float]] = {}
+    for r in records:
+        for p in r.get("points", []):
+            iops, lat_ns = num(p.get("iops")), num(p.get("lat_mean_ns"))
+            if iops > 0 and lat_ns > 0:
+                key = (int(p["bs"]), int(p["read_pct"]))
+                products.setdefault(key, []).append(iops * lat_ns / 1e9)
+    found: list[tuple[float, str, int]] = []  # (share of the queue, point, queue)
+    for key, values in products.items():
+        planned_point = planned.get(key)
+        if planned_point is None:
+            continue
+        queue = int(planned_point.get("numjobs", 1)) * int(planned_point.get("iodepth", 1))
+        label = f"{format_size(key[0])} {mix_label(key[1])}"
+        found.append((mean(values) / queue, label, queue))
+    if not found:
+        return "", False
+    found.sort()
+    lo, hi = found[0][0], found[-1][0]
+    queues = sorted({q for _, _, q in found})
+    queue_text = " or ".join(str(q) for q in queues)
+    kept = f"{pct(lo)}" if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
+    text = (
+        "Little's law check: IOPS × mean response time is the number of I/Os in flight. "
+        f"Over the measurement window the points kept {kept} of the {queue_text} "
+        "outstanding I/Os fio was given (jobs × queue depth)"
+    )
+    low = [f"{label} ({pct(share)})" for share, label, _ in found if share < QUEUE_LOW]
+    if low:
+        more = f" and {len(low) - 5} more" if len(low) > 5 else ""
+        text += (
+            f". Below {pct(QUEUE_LOW)}: {', '.join(low[:5])}{more}; there the host (CPU, "
+            "interrupt handling or the I/O engine), not the drive, may have limited the rate"
+        )
+    if hi > QUEUE_HIGH:
+        text += (
+            ". Above 100 %, IOPS and response times disagree: check fio's raw output of "
+            f"{found[-1][1]}"
+        )
+    return text + ".", bool(low) or hi > QUEUE_HIGH
+
+
 # --------------------------------------------------------------------------- saturation
 
 
@@ -473,6 +537,7 @@ def test_report(
     if sat is not None:
         verdict = _saturation_verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
+    queue_note, queue_warn = queue_check(plan, records) if kind != "saturation" else ("", False)
     tracking = tracking_of(plan)
     notes = [str(n) for n in plan.get("notes", [])]
     if t.purge:
@@ -507,6 +572,8 @@ def test_report(
         saturation=sat,
         health=health_rows(t.health_before, t.health_after),
         notes=tuple(notes),
+        queue_note=queue_note,
+        queue_warn=queue_warn,
     )
 
 

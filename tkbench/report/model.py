@@ -194,6 +194,8 @@ class TestReport:
     saturation: Saturation | None = None
     health: tuple[tuple[str, str, str], ...] = ()  # (quantity, before, after) of SMART data
     notes: tuple[str, ...] = ()
+    queue_note: str = ""  # Little's law over the window (analysis.queue_check)
+    queue_warn: bool = False
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
