@@ -168,7 +168,7 @@ def test_compare_names_conditions_that_differ(
     pdf = tmp / "cmp" / "qd.pdf"
     assert cli.main(["compare", str(tmp / "base"), str(tmp / "qd1"), "--out", str(pdf)]) == 0
     assert (
-        "iops: outstanding I/O differs (run 1: 2 jobs × QD 8, run 2: 2 jobs × QD 1)"
+        "iops: outstanding I/O differs (run 1: 2 jobs × QD 8; run 2: 2 jobs × QD 1)"
         in capsys.readouterr().out
     )
     text = subprocess.run(

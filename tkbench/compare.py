@@ -18,7 +18,8 @@ from typing import Any
 
 from . import measure
 from .store import RunData, TestData
-from .units import format_size
+from .target import engine_for
+from .units import format_size, human_bytes
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,25 @@ class Row:
     metric: str
     unit: str
     values: tuple[float, ...]  # one per run (nan where a run lacks the point)
+    spreads: tuple[float, ...] = ()  # per run: the point's excursion within its window
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric in HIGHER_IS_BETTER
+
+    def beyond_noise(self) -> tuple[bool | None, ...]:
+        """Per run 2..n: does its delta exceed both :data:`MIN_DELTA` and the larger
+        window excursion of the two runs (None: no delta)?  Within a run, the point
+        moved that much from round to round, so a smaller change proves nothing."""
+        spreads = self.spreads or tuple(math.nan for _ in self.values)
+        out: list[bool | None] = []
+        for d, sp in zip(self.deltas()[1:], spreads[1:], strict=True):
+            if not math.isfinite(d):
+                out.append(None)
+                continue
+            noise = max((x for x in (spreads[0], sp) if math.isfinite(x)), default=0.0)
+            out.append(abs(d) >= max(MIN_DELTA, noise * 100.0))
+        return tuple(out)
 
     def deltas(self) -> tuple[float, ...]:
         """Percent change of each run against the first."""
@@ -47,6 +67,10 @@ class Row:
             "unit": self.unit,
             "values": clean,
             "delta_pct": deltas,
+            "window_excursion_pct": [
+                round(x * 100, 3) if math.isfinite(x) else None for x in self.spreads
+            ],
+            "beyond_noise": [None, *self.beyond_noise()],
         }
 
 
@@ -59,7 +83,7 @@ class Difference:
     values: tuple[str | None, ...]  # per run; None: the run lacks the test
 
     def text(self) -> str:
-        shown = ", ".join(
+        shown = "; ".join(
             f"run {i}: {v if v is not None else '-'}" for i, v in enumerate(self.values, 1)
         )
         return f"{self.test}: {self.condition} differs ({shown})"
@@ -69,6 +93,8 @@ class Difference:
 
 
 UNITS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms", "p99.99": "ms"}
+HIGHER_IS_BETTER = ("iops", "bw")
+MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
 
 
 def _metrics(plan: Mapping[str, Any]) -> list[str]:
@@ -112,8 +138,18 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
                 vals = tuple(
                     measure.value(t, metric, bs, rp) if t is not None else math.nan for t in tests
                 )
+                spreads = tuple(
+                    measure.spread(t, metric, bs, rp) if t is not None else math.nan for t in tests
+                )
                 rows.append(
-                    Row(name, f"{format_size(bs)} {rp}/{100 - rp}", metric, UNITS[metric], vals)
+                    Row(
+                        name,
+                        f"{format_size(bs)} {rp}/{100 - rp}",
+                        metric,
+                        UNITS[metric],
+                        vals,
+                        spreads,
+                    )
                 )
     return rows
 
@@ -125,7 +161,7 @@ def _sizes(values: Sequence[int]) -> str:
     return ", ".join(format_size(v) for v in values)
 
 
-def conditions(plan: Mapping[str, Any]) -> dict[str, str]:
+def conditions(plan: Mapping[str, Any], target_kind: str = "") -> dict[str, str]:
     """The conditions of a test that its numbers depend on, as comparable text."""
     wl = plan.get("workload") or {}
     pts = plan.get("points") or []
@@ -144,7 +180,7 @@ def conditions(plan: Mapping[str, Any]) -> dict[str, str]:
         "ActiveRange": f"{float(plan.get('active_range', 100)):g} %",
         "data pattern": str(wl.get("data_pattern", "?")),
         "I/O": f"{'direct' if wl.get('direct', True) else 'buffered'}, "
-        f"ioengine {wl.get('ioengine', '?')}",
+        f"ioengine {engine_for(target_kind, str(wl.get('ioengine', 'auto')))}",
         "purge": "yes" if plan.get("purge") else "no",
         "preconditioning": (
             f"{float(pre.get('total_bytes', 0)) / active:.2g}× ActiveRange, "
@@ -162,15 +198,39 @@ def conditions(plan: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+RUN_LEVEL = "all tests"  # the test name of a difference between whole runs
+
+
+def run_conditions(run: RunData) -> dict[str, str]:
+    """Conditions of a whole run: the kind and size of target, the fio that drove it."""
+    target = run.manifest.get("target") or {}
+    return {
+        "target kind": str(target.get("kind", "?")),
+        "capacity": human_bytes(float(target.get("capacity_bytes") or 0), decimal=True),
+        "fio version": str(run.manifest.get("fio_version", "?")),
+    }
+
+
 def differences(runs: Sequence[RunData]) -> list[Difference]:
     """Every condition of every test in which some run departs from run 1.
 
-    A test some runs lack is one difference, ``ran`` (``yes``/``no`` per run);
-    the conditions are then compared among the runs that have it.
+    Differences of whole runs (target kind, capacity, fio version) come first,
+    under the test name :data:`RUN_LEVEL`.  A test some runs lack is one
+    difference, ``ran`` (``yes``/``no`` per run); the conditions are then compared
+    among the runs that have it.
     """
     out = []
+    whole = [run_conditions(r) for r in runs]
+    for key in whole[0]:
+        per_run = tuple(w[key] for w in whole)
+        if len(set(per_run)) > 1:
+            out.append(Difference(RUN_LEVEL, key, per_run))
+    kinds = [str((r.manifest.get("target") or {}).get("kind", "")) for r in runs]
     for name in test_names(runs):
-        conds = [conditions(t.plan) if t is not None else None for t in tests_of(runs, name)]
+        conds = [
+            conditions(t.plan, kind) if t is not None else None
+            for t, kind in zip(tests_of(runs, name), kinds, strict=True)
+        ]
         if None in conds:
             out.append(Difference(name, "ran", tuple("no" if c is None else "yes" for c in conds)))
         keys = next(c for c in conds if c is not None)

@@ -137,6 +137,20 @@ def value(test: TestData, metric: str, bs: int, read_pct: int) -> float:
     return math.fsum(vals) / len(vals)
 
 
+def spread(test: TestData, metric: str, bs: int, read_pct: int) -> float:
+    """How much a point's metric moved within the window: (max - min) / mean of its
+    per-round values (the PTS data excursion, as a fraction).  ``nan`` for a single
+    round or a pooled percentile, which has no per-round value of its own."""
+    if metric.startswith("p"):
+        return math.nan
+    vals = [point_value(p, metric) for p in window_points(test, bs, read_pct)]
+    vals = [v for v in vals if math.isfinite(v)]
+    if len(vals) < 2:
+        return math.nan
+    avg = math.fsum(vals) / len(vals)
+    return (max(vals) - min(vals)) / avg if avg else math.nan
+
+
 HIGHER_IS_BETTER = {"iops": True, "bw": True}
 
 

@@ -30,6 +30,17 @@ from .units import human_bytes
 EMULATOR_DESCRIPTION = "tkbench SSD emulator"
 
 
+def engine_for(kind: str, ioengine: str = "auto") -> str:
+    """The fio ioengine used on a target of ``kind`` ("file", "block", "nbd") when the
+    profile asks for ``ioengine``: an NBD target always goes through fio's nbd engine,
+    and "auto" means libaio on files and block devices."""
+    if kind == "nbd":
+        return "nbd"
+    if ioengine == "auto":
+        return "libaio" if kind in ("file", "block") else "auto"
+    return ioengine
+
+
 @dataclass
 class Target:
     spec: str  # as the user gave it
@@ -51,11 +62,11 @@ class Target:
 
     def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
         """Global job-file options that address this target."""
+        engine = engine_for(self.kind, ioengine)
         if self.kind == "nbd":
-            return {"ioengine": "nbd", "uri": self.path}
+            return {"ioengine": engine, "uri": self.path}
         from .jobfile import filename_value
 
-        engine = "libaio" if ioengine == "auto" else ioengine
         return {"ioengine": engine, "filename": filename_value(self.path)}
 
     # ------------------------------------------------------------ safety

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .. import compare as cmp
 from ..store import RunData
+from ..units import human_bytes
 from . import analysis, fmt, header
 from .model import Row, TestReport
 from .records import as_dict, num
@@ -28,6 +29,7 @@ class RunColumn:
     number: int
     label: str
     rows: tuple[Row, ...]
+    directory: str = ""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,20 @@ class Line:
     values: tuple[float | None, ...]
     deltas: tuple[float | None, ...]  # % against run 1, for runs 2..n
     higher_is_better: bool
+    beyond: tuple[bool | None, ...] = ()  # per delta: larger than the noise (None: no delta)
+    caveat: bool = False  # a value comes from a test that did not reach steady state
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one run fared against run 1 in one test, point by point."""
+
+    test: str
+    run: int
+    better: int
+    worse: int
+    within_noise: int
+    caveat: str  # "" or why the numbers may not compare (steady state, conditions)
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,8 @@ class Section:
     differences: tuple[str, ...]
     reports: tuple[TestReport | None, ...]  # per run; None: the run lacks the test
     higher_is_better: bool
+    caveats: tuple[str, ...] = ()  # runs not at steady state, unfinished tests
+    verdicts: tuple[Verdict, ...] = ()  # one per run 2..n that has the test
 
 
 @dataclass(frozen=True)
@@ -60,8 +78,10 @@ class Comparison:
     runs: tuple[RunColumn, ...]
     headlines: tuple[Line, ...]
     sections: tuple[Section, ...]
+    verdicts: tuple[Verdict, ...]
     alerts: tuple[str, ...]
     flag: str
+    run_differences: tuple[str, ...] = ()  # target kind, capacity, fio version
 
 
 QUANTITIES = {
@@ -92,12 +112,18 @@ def run_column(number: int, run: RunData) -> RunColumn:
         number=number,
         label=label,
         rows=(
-            Row("Run directory", str(run.root), mono=True),
-            Row("Device", header.device_line(m)),
+            Row("Device", header.text_or(ident.get("model"))),
+            Row("Serial", header.text_or(ident.get("serial"))),
+            Row("Firmware", header.text_or(ident.get("firmware"))),
+            Row(
+                "Capacity",
+                human_bytes(num(as_dict(m.get("target")).get("capacity_bytes")), decimal=True),
+            ),
             Row("Profile", header.text_or(profile.get("name"))),
             Row("Started", fmt.when(float(m.get("started") or 0) or None)),
             Row("Status", header.text_or(m.get("status"))),
         ),
+        directory=str(run.root),
     )
 
 
@@ -131,16 +157,81 @@ def headline_lines(
 ) -> tuple[Line, ...]:
     """The summary numbers of every run (4k random IOPS, sequential MB/s, ...) side by side."""
     keyed: dict[tuple[str, str, str], list[float | None]] = {}
+    unsteady: set[tuple[str, str, str]] = set()
     for i, (run, reps) in enumerate(zip(runs, analysed, strict=True)):
         pairs = [(reps[t.name], t) for t in run.tests if t.name in reps]
         for h in analysis.headlines(pairs):
             for direction, value in (("read", h.read), ("write", h.write)):
                 if _finite(value) is not None:
-                    keyed.setdefault((h.label, direction, h.unit), [None] * len(runs))[i] = value
-    return tuple(
-        Line(label, f"{direction}, {unit}", tuple(v), _deltas(v), unit != "ms")
-        for (label, direction, unit), v in keyed.items()
-    )
+                    key = (h.label, direction, h.unit)
+                    keyed.setdefault(key, [None] * len(runs))[i] = value
+                    if h.steady is False:
+                        unsteady.add(key)
+    out = []
+    for key, v in keyed.items():
+        label, direction, unit = key
+        deltas = _deltas(v)
+        beyond = tuple(None if d is None else abs(d) >= cmp.MIN_DELTA for d in deltas)
+        out.append(
+            Line(
+                label,
+                f"{direction}, {unit}",
+                tuple(v),
+                deltas,
+                unit != "ms",
+                beyond,
+                key in unsteady,
+            )
+        )
+    return tuple(out)
+
+
+def _caveats(reports: Sequence[TestReport | None]) -> tuple[str, ...]:
+    """Why some runs' values of a test are weaker evidence than a steady-state window."""
+    out = []
+    for i, rep in enumerate(reports, 1):
+        if rep is None:
+            continue
+        if rep.steady is False:
+            out.append(
+                f"Run {i} did not reach steady state: its values are the means of "
+                f"{rep.window_basis.replace('mean of ', '')}, not of a steady-state window."
+            )
+        if rep.status != "complete":
+            out.append(f"Run {i}: the test is {rep.status} ({rep.status_text}).")
+    return tuple(out)
+
+
+def _verdicts(
+    test: str,
+    lines: Sequence[Line],
+    reports: Sequence[TestReport | None],
+    caveats: Sequence[str],
+    differences: Sequence[str],
+) -> tuple[Verdict, ...]:
+    out = []
+    for k in range(1, len(reports)):
+        if reports[k] is None or reports[0] is None:
+            continue
+        better = worse = noise = 0
+        for line in lines:
+            d, beyond = line.deltas[k - 1], line.beyond[k - 1]
+            if d is None or beyond is None:
+                continue
+            if not beyond:
+                noise += 1
+            elif (d > 0) == line.higher_is_better:
+                better += 1
+            else:
+                worse += 1
+        why = []
+        steady = [i for i in (1, k + 1) if (rep := reports[i - 1]) and rep.steady is False]
+        if steady:
+            why.append(f"run {' and '.join(map(str, steady))} not at steady state")
+        if differences:
+            why.append("conditions differ")
+        out.append(Verdict(test, k + 1, better, worse, noise, "; ".join(why)))
+    return tuple(out)
 
 
 def _difference_text(d: cmp.Difference) -> str:
@@ -165,21 +256,26 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
                 QUANTITIES.get(r.metric, r.metric),
                 values,
                 _deltas(values),
-                r.metric in ("iops", "bw"),
+                r.higher_is_better,
+                r.beyond_noise(),
             )
         )
     sections = []
     for name, lines in by_test.items():
         reports = tuple(a.get(name) for a in analysed)
         first = next(rep for rep in reports if rep is not None)
+        differences = tuple(_difference_text(d) for d in diffs if d.test == name)
+        caveats = _caveats(reports)
         sections.append(
             Section(
                 test=name,
                 title=first.title,
                 lines=tuple(lines),
-                differences=tuple(_difference_text(d) for d in diffs if d.test == name),
+                differences=differences,
                 reports=reports,
                 higher_is_better=first.metric in ("iops", "bw"),
+                caveats=caveats,
+                verdicts=_verdicts(name, lines, reports, caveats, differences),
             )
         )
     alerts: dict[str, list[int]] = {}  # the same alert of several runs is shown once
@@ -192,6 +288,8 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
         runs=tuple(run_column(i, r) for i, r in enumerate(runs, 1)),
         headlines=headline_lines(runs, analysed),
         sections=tuple(sections),
+        verdicts=tuple(v for sec in sections for v in sec.verdicts),
+        run_differences=tuple(_difference_text(d) for d in diffs if d.test == cmp.RUN_LEVEL),
         alerts=tuple(
             f"{'Run' if len(nums) == 1 else 'Runs'} {', '.join(map(str, nums))}: {a}"
             for a, nums in alerts.items()

@@ -19,12 +19,28 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..units import parse_size
-from .figures import PALETTE, WIDTH, _log, _plain, dots, styled, tick_label, to_svg
+from .figures import WIDTH, _log, _plain, dots, styled, tick_label, to_svg
 from .model import Matrix, TestReport
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 LINESTYLES = ("-", "--", ":", "-.")
-DELTA_LIMIT = 50.0  # % at which the delta colours saturate
+DELTA_LIMIT = 25.0  # % at which the delta colours saturate (firmware changes are 5-15 %)
+# the report's palette, reordered so that the first runs are the most distinct
+# (light blue and grey, easily taken for run 1 and for gridlines, come last)
+RUN_PALETTE = (
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#000000",
+    "#CC79A7",
+    "#E69F00",
+    "#9467BD",
+    "#8C564B",
+    "#BCBD22",
+    "#56B4E9",
+    "#17BECF",
+    "#7F7F7F",
+)
 
 
 @dataclass(frozen=True)
@@ -43,9 +59,9 @@ def run_style(index: int) -> RunStyle:
     """The style of the run at 0-based ``index``."""
     return RunStyle(
         number=index + 1,
-        color=PALETTE[index % len(PALETTE)],
+        color=RUN_PALETTE[index % len(RUN_PALETTE)],
         marker=MARKERS[index % len(MARKERS)],
-        linestyle=LINESTYLES[(index // len(PALETTE)) % len(LINESTYLES)],
+        linestyle=LINESTYLES[(index // len(RUN_PALETTE)) % len(LINESTYLES)],
     )
 
 
@@ -214,8 +230,9 @@ def measurement_overlay(
                     fontsize=5.5,
                     padding=1.5,
                 )
-            ax.set_xticks(range(len(present)), [s.label for _m, s in present])
-            ax.set_xlabel(f"Block size {rows[0]}")
+            names = [s.label if len(present) <= 4 else str(s.number) for _m, s in present]
+            ax.set_xticks(range(len(present)), names)
+            ax.set_xlabel(f"Block size {rows[0]}" + (", by run" if len(present) > 4 else ""))
         else:
             x = np.arange(len(rows))
             for m, s in present:
@@ -330,17 +347,23 @@ def saturation_overlay(
     fig, axes = _grid(4, 2, 2.0)
     biggest = max(len(sat.iops) for sat, _s in sats)
     size = 3.5 if biggest <= 100 else 2.6 if biggest <= 500 else 1.8
+    written = "Data written (× the drive's user capacity)"
     panels = (
         (axes[0], "minutes", "iops", "Time (minutes)", "IOPS"),
-        (axes[1], "written_gb", "iops", "Data written (GB)", "IOPS"),
+        (axes[1], "capacities", "iops", written, "IOPS"),
         (axes[2], "minutes", "lat_mean_ms", "Time (minutes)", "Mean response time (ms)"),
-        (axes[3], "written_gb", "lat_mean_ms", "Data written (GB)", "Mean response time (ms)"),
+        (axes[3], "capacities", "lat_mean_ms", written, "Mean response time (ms)"),
     )
     for ax, xkey, ykey, xlabel, ylabel in panels:
         values: list[float] = []
         for sat, s in sats:
             ys = getattr(sat, ykey)
-            dots(ax, getattr(sat, xkey), ys, s.color, size)
+            if xkey == "capacities":  # drives of different sizes on one scale
+                cap_gb = sat.capacity_bytes / 1e9 if sat.capacity_bytes else math.nan
+                xs: Sequence[float] = [gb / cap_gb for gb in sat.written_gb]
+            else:
+                xs = sat.minutes
+            dots(ax, xs, ys, s.color, size)
             values.extend(ys)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..store import TestData
+from ..target import engine_for
 from ..units import format_size
 from . import fmt
 from .model import Row
@@ -89,13 +90,8 @@ def stop_rule(plan: Mapping[str, Any], capacity: int) -> str:
 def ioengine(plan: Mapping[str, Any], target_kind: str) -> str:
     """The fio I/O engine the plan's ``auto`` meant for the target (as tkbench.target does)."""
     engine = str(workload(plan).get("ioengine", "auto"))
-    if engine != "auto":
-        return engine
-    if target_kind in ("file", "block"):
-        return "libaio (auto)"
-    if target_kind == "nbd":
-        return "nbd (auto)"
-    return "auto"
+    used = engine_for(target_kind, engine)
+    return f"{used} (auto)" if engine == "auto" and used != "auto" else used
 
 
 def parameters(t: TestData, capacity: int, target_kind: str = "") -> tuple[Row, ...]:
