@@ -43,6 +43,25 @@ def stop_all() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 @pytest.mark.slow
+def _run_never_steady(sock: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """The quick profile on the emulator at ``sock``, with an IOPS test that keeps going
+    (so the emulator's injected fault is sure to hit it)."""
+    args = [
+        *TK,
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        f"nbd+unix:///?socket={sock}",
+        "--yes",
+        "--out",
+        str(out),
+        "--no-report",
+        *sets("tests.iops.rounds.max_excursion=0.0000001"),
+    ]
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+
+
 def test_issue_sequence_reaches_steady_state_and_shows_saturation(
     tmp_path: Path, stop_all: list[subprocess.Popen[str]]
 ) -> None:
@@ -88,20 +107,7 @@ def test_injected_io_errors_fail_the_run_with_4_and_keep_it_readable(
     sock = tmp_path / "S"
     stop_all.append(_emulate(sock, "--capacity", "32M", "--error-after", "4"))
     out = tmp_path / "run"
-    args = [
-        *TK,
-        "run",
-        "--profile",
-        "quick",
-        "--target",
-        f"nbd+unix:///?socket={sock}",
-        "--yes",
-        "--out",
-        str(out),
-        "--no-report",
-    ]
-    args += sets("tests.iops.rounds.max_excursion=0.0000001")
-    run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    run = _run_never_steady(sock, out)
     assert run.returncode == 4, run.stderr[-2000:]
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("tkbench:")]
     assert len(errors) == 1 and "Traceback" not in run.stderr
@@ -123,20 +129,7 @@ def test_a_drive_that_disappears_mid_run(
     emu = _emulate(sock, "--capacity", "32M", "--disconnect-after", "4")
     stop_all.append(emu)
     out = tmp_path / "run"
-    args = [
-        *TK,
-        "run",
-        "--profile",
-        "quick",
-        "--target",
-        f"nbd+unix:///?socket={sock}",
-        "--yes",
-        "--out",
-        str(out),
-        "--no-report",
-    ]
-    args += sets("tests.iops.rounds.max_excursion=0.0000001")
-    run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    run = _run_never_steady(sock, out)
     assert run.returncode == 4, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
     assert load_run(out).manifest["status"] == "failed"
