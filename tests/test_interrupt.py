@@ -85,6 +85,16 @@ def test_sigterm_stops_cleanly_with_130_and_resume_completes(tmp_path: Path) -> 
     assert kept >= 2
     # fio was stopped with its process group: nothing is left running
     assert subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 1
+    # a resume would silently ignore another profile: refused, the run untouched
+    other = subprocess.run(
+        [sys.executable, "-m", "tkbench", "run", "--resume", str(out), "--profile", "pts-c"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert other.returncode == 2, other.stderr
+    assert "differs from the run's profile quick" in other.stderr
+    assert _rounds(out) == kept
     proc = _start(tmp_path, out, "--resume", str(out))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

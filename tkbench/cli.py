@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -32,8 +33,36 @@ from .errors import (
 from .units import parse_size
 
 
+class _Once(argparse.Action):
+    """A single-valued option given twice with different values is an error, never
+    "the last one wins": two ``--confirm`` IDs, two ``--out`` directories or two
+    ``--target`` paths mean the command line is not what its author thinks."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen: dict[str, Any] = namespace.__dict__.setdefault("_given", {})
+        if self.dest in seen and seen[self.dest] != values:
+            raise InputError(
+                f"{option_string or self.dest} given twice with different values "
+                f"({seen[self.dest]} and {values})"
+            )
+        seen[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so errors share one path."""
+    """argparse that raises instead of exiting, so errors share one path, and whose
+    plain options may be given once only (:class:`_Once`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise InputError(f"{self.prog}: {message}")
@@ -44,6 +73,35 @@ def _size_arg(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def path_arg(text: str) -> Path:
+    """A path option: an empty value is refused (``Path("")`` would mean the current
+    directory, and a run directory or report would land there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    return Path(text)
+
+
+def _number(
+    low: float, high: float, *, low_open: bool = False, unit: str = ""
+) -> Callable[[str], float]:
+    """A float option within [low, high] (or (low, high]): finite, no NaN."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range: give a number {bound} and at most {high:g}{unit}"
+            )
+        return value
+
+    return parse
 
 
 def _add_profile_args(p: argparse.ArgumentParser) -> None:
@@ -81,7 +139,7 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
 def _add_history_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
-        type=Path,
+        type=path_arg,
         metavar="DB",
         help="history database (default $XDG_DATA_HOME/tkbench/history.sqlite, "
         "or $TKBENCH_HISTORY)",
@@ -107,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
     p.add_argument(
         "--assume-mbps",
-        type=float,
+        type=_number(0, 1e7, low_open=True, unit=" MB/s"),
         default=1000.0,
         help="sequential write rate assumed for the preconditioning estimate (default 1000 MB/s)",
     )
@@ -123,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target_args(p)
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_arg,
         metavar="DIR",
         help="run directory to create (default: runs/PROFILE-DATE-TIME)",
     )
@@ -146,13 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--resume",
-        type=Path,
+        type=path_arg,
         metavar="RUN_DIR",
         help="continue an interrupted run with the profile it was started with",
     )
     p.add_argument(
         "--resume-gap",
-        type=float,
+        type=_number(0, 30 * 86400, unit=" s"),
         default=300.0,
         metavar="SECONDS",
         help="idle time after which a resumed test is preconditioned again (default 300)",
@@ -171,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="do not write the PDF/HTML report")
     p.add_argument(
         "--junit",
-        type=Path,
+        type=path_arg,
         metavar="FILE",
         help="write the PASS/FAIL checks (steady state, acceptance criteria, "
         "regressions) as JUnit XML",
@@ -179,16 +237,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_history_args(p)
     p.add_argument(
         "--baseline",
-        type=Path,
+        type=path_arg,
         metavar="RUN_DIR",
         help="check for regressions against this run instead of the previous run of the same drive",
     )
     p.add_argument(
         "--regression-threshold",
-        type=float,
+        type=_number(0, 1000, unit=" %"),
         metavar="PCT",
         help="fail (exit 1) when a headline number is worse than the baseline by "
-        "more than PCT %% (default: the profile's acceptance.regression_threshold)",
+        "more than PCT %% (0 turns the check off; default: the profile's "
+        "acceptance.regression_threshold)",
     )
     p.set_defaults(func=cmd_run)
 
@@ -200,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_arg,
         default=Path("demo-run"),
         metavar="DIR",
         help="run directory to create (default: demo-run)",
@@ -219,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("show", help="summarise a run directory")
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
 
@@ -230,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--add",
         nargs="+",
-        type=Path,
+        type=path_arg,
         metavar="RUN_DIR",
         default=[],
         help="index existing run directories first",
@@ -239,11 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_arg,
         metavar="FILE.pdf",
         help="also write a comparison PDF: tables, overlaid convergence and measurement plots",
     )
@@ -365,12 +424,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .runs import RunRequest, start
+    from .runs import RunRequest, check_outputs, start
     from .store import load_run
     from .summary import run_summary
 
+    if args.resume is not None:
+        if args.overrides:
+            raise InputError(
+                "--resume continues a run with the profile it was started with; "
+                "--set cannot be given with it"
+            )
+        if args.out is not None and args.out.resolve() != args.resume.resolve():
+            raise InputError(f"--out {args.out} differs from --resume {args.resume}")
+    check_outputs(
+        junit=args.junit,
+        history_db=None if args.no_history else (args.history or True),
+        baseline=args.baseline,
+    )
     req = RunRequest(
         profile=args.profile,
+        profile_given="profile" in vars(args).get("_given", {}),
         target=args.target,
         size=args.size,
         out=args.out,
@@ -470,6 +543,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     from .store import load_run
 
     history = History(args.history)
+    if args.history is not None and not args.add and not args.history.exists():
+        # a listing never creates a database; a wrong path is an error, not "no runs"
+        raise InputError(f"history database {args.history} does not exist")
     for d in args.add:
         history.add(load_run(d))
     entries = history.entries(model=args.model, serial=args.serial)
@@ -484,6 +560,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import compare, differences, format_rows
     from .store import load_run
 
+    if args.out is not None:
+        from .store import check_output_file
+
+        check_output_file(args.out, "comparison")
     runs = [load_run(d) for d in args.runs]
     rows = compare(runs)
     diffs = differences(runs)

@@ -74,20 +74,46 @@ class History:
         self.path = Path(path) if path else default_path()
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
+    def _db(self, write: bool = True) -> Iterator[sqlite3.Connection | None]:
+        """A connection; for reading (``write=False``) the database is opened
+        read-only and nothing is created: None when there is no database yet."""
+        if not write and not self.path.exists():
+            yield None
+            return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=30)
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                con = sqlite3.connect(self.path, timeout=30)
+            else:
+                con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"history database {self.path}: {exc}") from None
         try:
-            con.executescript(SCHEMA)
+            if write:
+                con.executescript(SCHEMA)
             with con:
                 yield con
         except sqlite3.DatabaseError as exc:
             raise InputError(f"history database {self.path}: {exc}") from None
         finally:
             con.close()
+
+    def check_usable(self) -> None:
+        """Refuse, before a run, a history it could not be indexed in or read from:
+        an existing file that is no tkbench history, or a place that cannot be
+        written.  Creates nothing."""
+        if self.path.exists():
+            if self.path.is_dir():
+                raise InputError(f"history database {self.path} is a directory")
+            self.entries()
+            if not os.access(self.path, os.W_OK):
+                raise InputError(f"history database {self.path} is not writable")
+            return
+        parent = self.path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise InputError(f"history database {self.path}: cannot create it in {parent}")
 
     def add(self, run: RunData, checks: dict[str, Any] | None = None) -> Entry:
         m = run.manifest
@@ -108,6 +134,7 @@ class History:
             checks=checks,
         )
         with self._db() as con:
+            assert con is not None
             con.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -138,9 +165,17 @@ class History:
                 sql += f" AND {col} = ?"
                 args.append(val)
         sql += " ORDER BY model, serial, started"
-        with self._db() as con:
-            rows = con.execute(sql, args).fetchall()
-        return [_entry(r) for r in rows]
+        with self._db(write=False) as con:
+            if con is None:
+                return []
+            try:
+                rows = con.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:  # no such table: not a tkbench history
+                raise InputError(f"history database {self.path}: {exc}") from None
+        try:
+            return [_entry(r) for r in rows]
+        except (ValueError, TypeError, IndexError) as exc:
+            raise InputError(f"history database {self.path}: unreadable row: {exc}") from None
 
     def previous(self, run: RunData) -> Entry | None:
         """The latest earlier complete run of the same drive (model and serial) and profile."""

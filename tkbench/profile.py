@@ -20,7 +20,7 @@ from typing import Any
 
 from .device.purge import METHODS as _DEVICE_METHODS
 from .errors import ProfileError
-from .units import data_dir, format_size, parse_duration, parse_size
+from .units import data_dir, format_duration, format_size, parse_duration, parse_size
 
 KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
@@ -315,11 +315,19 @@ def _block_size(v: Any) -> int:
     return n
 
 
-def _duration(lo: float = 0.0, lo_open: bool = True) -> Conv:
+DAY = 86400.0
+
+
+def _duration(lo: float = 0.0, lo_open: bool = True, hi: float = 30 * DAY) -> Conv:
+    """A duration above ``lo`` and at most ``hi``: a point or test lasting thousands
+    of days is a typo, not a plan."""
+
     def conv(v: Any) -> float:
         s = parse_duration(v)
         if s < lo or (lo_open and s == lo):
             raise ValueError(f"duration {v!r} must be more than {lo:g} s")
+        if s > hi:
+            raise ValueError(f"duration {v!r} is longer than {format_duration(hi)}")
         return s
 
     return conv
@@ -396,7 +404,7 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "pattern": (_choice(PATTERNS), "random"),
     "mixes": (_list(Mix.parse), None),
     "block_sizes": (_list(_block_size), None),
-    "point_runtime": (_duration(0.0), 60.0),
+    "point_runtime": (_duration(0.0, hi=DAY), 60.0),
     "purge": (_bool, True),
     "precondition": (_bool, True),
     "precondition_bs": (_precondition_bs, None),
@@ -467,6 +475,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: TOML syntax error: {exc}") from None
+    except UnicodeDecodeError:
+        raise ProfileError(f"{path}: not a TOML file (not UTF-8 text)") from None
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
 

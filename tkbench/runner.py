@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Protocol
 
 from . import proc
-from .errors import CommandError, DeviceError, FioJobError, FioParseError, TkbenchError
+from .errors import (
+    CommandError,
+    DeviceError,
+    FioJobError,
+    FioParseError,
+    InputError,
+    TkbenchError,
+)
 from .fiojson import FioOutput, check_jobs, parse
 
 MIN_FIO = (3, 1)
@@ -148,8 +155,54 @@ class ClientFio(LocalFio):
     def hosts(self) -> list[str]:
         return list(self.servers)
 
+    def version(self) -> str:
+        """The local fio's version, once every server answers (checked before a run
+        touches its target, not at its first round)."""
+        out = super().version()
+        for server in self.servers:
+            _reach(server)
+        return out
+
     def _job_args(self, jobfile: Path) -> list[str]:
         return [arg for host in self.servers for arg in (f"--client={host}", str(jobfile))]
+
+
+FIO_SERVER_PORT = 8765  # fio's default
+
+
+def parse_server(spec: str) -> tuple[str, int]:
+    """``HOST`` or ``HOST,PORT`` (fio's --client syntax) -> (host, port)."""
+    host, _, port_text = spec.partition(",")
+    if not host.strip() or host != host.strip():
+        raise InputError(f"--fio-server {spec!r}: no host")
+    if not port_text:
+        return host, FIO_SERVER_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InputError(f"--fio-server {spec!r}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def _reach(spec: str, timeout: float = 5.0) -> None:
+    """Connect once to a fio server (``sock:PATH``, ``ip6:HOST[,PORT]`` or
+    ``HOST[,PORT]``); an InputError naming it when nothing answers."""
+    import socket
+
+    try:
+        if spec.startswith("sock:"):
+            where = spec[5:]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout)
+                s.connect(where)
+        else:
+            host, port = parse_server(spec.removeprefix("ip6:"))
+            where = f"{host} port {port}"
+            with socket.create_connection((host, port), timeout=timeout):
+                pass
+    except OSError as exc:
+        raise InputError(
+            f"--fio-server {spec}: cannot connect to {where} "
+            f"({exc.strerror or exc}); is 'fio --server' running there?"
+        ) from None
 
 
 def _last_line(text: str) -> str:

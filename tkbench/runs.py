@@ -11,7 +11,7 @@ from typing import Any
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
-from .errors import InputError, RunDirError, TkbenchError
+from .errors import InputError, Interrupted, RunDirError, TkbenchError
 from .runner import ClientFio, FioRunner, LocalFio
 from .store import RunStore, load_run
 from .target import Target, check_direct_io, open_target
@@ -20,6 +20,7 @@ from .target import Target, check_direct_io, open_target
 @dataclass
 class RunRequest:
     profile: str = "quick"
+    profile_given: bool = False  # --profile on the command line (checked on --resume)
     target: str | None = None
     size: int | None = None
     out: Path | None = None
@@ -79,13 +80,14 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     RunStore.check_new(out)
     with target.lock():
         _guard(target, req, plan)
-        # a missing regular file is created only once the guards passed
-        target.materialize()
-        if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
-            check_direct_io(target.path)
-        store = RunStore.create(
-            out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
-        )
+        # a missing regular file is created only once the guards passed, and removed
+        # again when the run cannot start on it
+        with target.materialized():
+            if target.kind == "file" and any(t.spec.workload.direct for t in plan.tests):
+                check_direct_io(target.path)
+            store = RunStore.create(
+                out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
+            )
         store.log(f"run started: profile {prof.name} on {target.describe()}")
         return out, _execute(req, plan, target, runner, store, progress)
 
@@ -106,6 +108,14 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
         ) from None
     if req.target is not None and req.target != tspec:
         raise InputError(f"--target {req.target} differs from the run's target {tspec}")
+    stored = m["profile"]
+    if req.profile_given and req.profile not in (stored.get("name"), stored.get("source")):
+        raise InputError(
+            f"--profile {req.profile} differs from the run's profile {stored.get('name')}: "
+            "a resumed run keeps the profile it was started with"
+        )
+    if req.size is not None and req.size != m["target"].get("capacity_bytes"):
+        raise InputError("--size differs from the size the run was started with")
     runner = make_runner(m.get("fio_servers") or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
@@ -177,6 +187,28 @@ def _same_target(stored: dict[str, Any], target: Target) -> None:
         raise InputError(
             f"target {target.spec} has serial {new_serial}, the run was started on {old_serial}"
         )
+
+
+def check_outputs(
+    *,
+    junit: Path | None = None,
+    history_db: Path | bool | None = True,
+    baseline: Path | None = None,
+) -> None:
+    """Refuse, before a run starts, what :func:`finish_checks` could only fail on after
+    it: an unwritable JUnit file, an unusable history, a baseline that is no run.
+    Reads only; creates nothing."""
+    from .history import History
+    from .store import check_output_file
+
+    if junit is not None:
+        check_output_file(junit, "--junit")
+    if history_db:
+        History(None if history_db is True else Path(history_db)).check_usable()
+    if baseline is not None:
+        if not baseline.is_dir():
+            raise InputError(f"--baseline {baseline}: no such run directory")
+        load_run(baseline)
 
 
 def finish_checks(
@@ -257,4 +289,11 @@ def demo(
             command_line=["tkbench", "demo", "--out", str(out)],
             stop=stop,
         )
-        return start(req, progress)
+        try:
+            return start(req, progress)
+        except Interrupted:
+            # the emulated drive lived in this process: there is nothing to resume on
+            raise Interrupted(
+                f"demo interrupted; its emulated drive is gone, so {out} cannot be resumed: "
+                "start the demo again with another --out"
+            ) from None

@@ -59,6 +59,33 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         ) from None
 
 
+def check_output_file(path: Path, what: str) -> None:
+    """Refuse, before any work, an output file that could not be written: a directory,
+    a place under a file, no write permission.  Missing parent directories are fine
+    (they are made when the file is written); this creates nothing."""
+    from .errors import InputError
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{what} {path} is a directory; give a file name")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{what} {path}: no write permission")
+    check_creatable(path, what)
+
+
+def check_creatable(path: Path, what: str) -> None:
+    """Refuse a path whose nearest existing ancestor is no writable directory."""
+    from .errors import InputError
+
+    parent = Path(path).absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{what} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"{what} {path}: no write permission in {parent}")
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -147,11 +174,11 @@ class RunStore:
             )
         if root.exists() and any(root.iterdir()):
             raise RunDirError(f"{root}: directory is not empty; choose another --out")
-        parent = root.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not os.access(parent, os.W_OK):
-            raise RunDirError(f"{root}: cannot create it here (no write permission in {parent})")
+        if root.exists():
+            if not os.access(root, os.W_OK):
+                raise RunDirError(f"{root}: no write permission")
+        else:
+            check_creatable(root, "run directory")
 
     @classmethod
     def create(cls, root: Path, manifest: dict[str, Any]) -> RunStore:

@@ -71,11 +71,24 @@ class Target:
 
     # ------------------------------------------------------------ safety
     def check(self, *, force: bool = False) -> None:
-        """Refuse a target that must not be written (read-only checks)."""
-        if self.kind == "block":
-            from .device import check_target
+        """Refuse a target that must not be written (read-only checks).
 
-            check_target(self.path, force=force)
+        Block devices and existing regular files go through the same checks
+        (docs/safety.md): swap, loop backing file, open elsewhere, not writable,
+        signatures (``force`` overrides only these).  A file still to be created
+        must fit the free space of its filesystem; an NBD export must be writable.
+        """
+        if self.kind == "nbd":
+            if self.identity.get("read_only"):
+                raise SafetyError(f"refusing to write {self.spec}: the NBD export is read-only")
+            return
+        if self.kind == "file":
+            _check_space(Path(self.path), self.capacity, new=self.missing)
+            if self.missing:
+                return
+        from .device import check_target
+
+        check_target(self.path, force=force)
 
     def confirm(
         self,
@@ -117,11 +130,24 @@ class Target:
         with DeviceLock(self.path if self.kind != "nbd" else _nbd_socket(self.path)):
             yield
 
-    def materialize(self) -> None:
-        """Create a missing regular-file target at its size (sparse)."""
-        if self.missing:
-            _resize(Path(self.path), self.capacity, new=True)
-            self.missing = False
+    @contextlib.contextmanager
+    def materialized(self) -> Iterator[None]:
+        """Create a missing regular-file target at its size (sparse) for the body, which
+        prepares the run; the file is removed again if the body fails, so a run that
+        cannot start leaves no file behind."""
+        if not self.missing:
+            yield
+            return
+        path = Path(self.path)
+        _resize(path, self.capacity, new=True)
+        self.missing = False
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            self.missing = True
+            raise
 
     def check_purge(self, method: str) -> None:
         """Refuse, before anything starts, a purge method that cannot apply to this target."""
@@ -246,7 +272,7 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
 
 
 def _create_file(path: Path, size: int | None) -> Target:
-    """A target for a file that does not exist yet; ``materialize()`` creates it."""
+    """A target for a file that does not exist yet; ``materialized()`` creates it."""
     if size is None:
         raise InputError(f"target {path} does not exist; give --size to create it")
     if size <= 0:
@@ -263,9 +289,31 @@ def _resize(path: Path, size: int, new: bool = False) -> None:
         with open(path, "xb" if new else "r+b") as fh:
             os.ftruncate(fh.fileno(), size)
     except OSError as exc:
+        if new:  # leave nothing behind: an empty file would confuse the next attempt
+            with contextlib.suppress(OSError):
+                path.unlink()
         raise InputError(
             f"target {path}: cannot create a {human_bytes(size)} file: {exc.strerror}"
         ) from None
+
+
+def _check_space(path: Path, size: int, *, new: bool) -> None:
+    """Refuse a regular-file target that its filesystem cannot hold: preconditioning
+    writes every block of it, so a sparse file larger than the free space would fill
+    the filesystem before fio fails."""
+    where = path.parent if new else path
+    try:
+        fs = os.statvfs(where)
+        allocated = 0 if new else os.stat(path).st_blocks * 512
+    except OSError as exc:
+        raise InputError(f"target {path}: {exc.strerror}") from None
+    free = fs.f_bavail * fs.f_frsize
+    if size - allocated > free:
+        raise InputError(
+            f"target {path}: {human_bytes(size)} does not fit: its filesystem has "
+            f"{human_bytes(free)} free"
+            + ("" if new else f" and the file holds {human_bytes(allocated)} of it")
+        )
 
 
 def check_direct_io(path: str) -> None:
@@ -332,6 +380,7 @@ def _open_nbd(spec: str, size: int | None) -> Target:
         "logical_sector": sector,
         "physical_sector": int(getattr(info, "preferred_block", sector) or sector),
         "interface": "nbd",
+        "read_only": bool(getattr(info, "read_only", False)),
         "notes": [],
     }
     if info.description:

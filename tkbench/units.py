@@ -5,30 +5,39 @@ from __future__ import annotations
 import math
 import re
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
 
+# the largest file or device offset Linux (and fio) can address: off_t is signed 64-bit
+MAX_SIZE = 2**63 - 1
+
+
 def parse_size(text: str | int) -> int:
     """Bytes from ``4k``, ``128K``, ``1024k``, ``64M``, ``2GiB``, ``512``.
 
-    Suffixes are binary (k = 1024), as in fio's job files.
+    Suffixes are binary (k = 1024), as in fio's job files.  At most :data:`MAX_SIZE`.
     """
     if isinstance(text, bool):
         raise ValueError(f"not a size: {text!r}")
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"size must not be negative: {text}")
-        return text
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise ValueError(f"not a size: {text!r} (use e.g. 4k, 64M, 2G)")
-    value = float(m.group(1)) * 1024 ** _POW[m.group(2).lower()]
-    if value != int(value):
-        raise ValueError(f"size is not a whole number of bytes: {text!r}")
-    return int(value)
+        value = text
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise ValueError(f"not a size: {text!r} (use e.g. 4k, 64M, 2G)")
+        exact = Fraction(m.group(1)) * 1024 ** _POW[m.group(2).lower()]
+        if exact.denominator != 1:
+            raise ValueError(f"size is not a whole number of bytes: {text!r}")
+        value = int(exact)
+    if value > MAX_SIZE:
+        raise ValueError(f"size {text} is beyond what Linux can address (8 EiB)")
+    return value
 
 
 def format_size(n: float) -> str:

@@ -175,8 +175,59 @@ def _file_reasons(spath: str, st: os.stat_result, sysfs: Sysfs, proc_dir: Path) 
             out.append(
                 Refusal("loop-backing", f"{spath} backs /dev/{n} (test /dev/{n} or detach it)")
             )
+    out.extend(_open_elsewhere(spath, st, proc_dir))
+    out.extend(_not_writable(spath))
     out.extend(_signature_reasons(spath, os.path.basename(spath)))
     return out
+
+
+def _open_elsewhere(spath: str, st: os.stat_result, proc_dir: Path) -> list[Refusal]:
+    """Processes other than this one that hold the file open (``/proc/PID/fd``): a
+    database, a VM image in use, another benchmark.  Processes of other users are
+    seen only by root; loop devices hold their backing files without a descriptor
+    (see the loop-backing check)."""
+    me = str(os.getpid())
+    users: list[str] = []
+    try:
+        pids = [p for p in os.listdir(proc_dir) if p.isdigit() and p != me]
+    except OSError:
+        return []
+    for pid in pids:
+        fd_dir = proc_dir / pid / "fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                other = os.stat(fd_dir / fd)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                users.append(f"{_comm(proc_dir, pid)} (pid {pid})")
+                break
+    if not users:
+        return []
+    return [Refusal("open", f"{spath} is open in {', '.join(users[:5])}")]
+
+
+def _comm(proc_dir: Path, pid: str) -> str:
+    try:
+        return (proc_dir / pid / "comm").read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def _not_writable(spath: str) -> list[Refusal]:
+    """A file tkbench could not write (permissions, an immutable flag, a read-only
+    mount): found now rather than at the purge.  Opening for writing without
+    O_TRUNC changes neither the data nor the times."""
+    try:
+        fd = os.open(spath, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        return [Refusal("read-only", f"{spath} cannot be written: {exc.strerror}")]
+    os.close(fd)
+    return []
 
 
 # --------------------------------------------------------------------------- sources

@@ -84,8 +84,17 @@ def nbdkit_argv(
     return argv
 
 
+# sun_path holds 108 bytes on Linux, the last one a NUL
+MAX_SOCKET_PATH = 107
+
+
 def prepare_socket(socket_path: str) -> None:
     """Refuse a path in use; remove a stale socket left by a killed server."""
+    if len(os.fsencode(os.path.abspath(socket_path))) > MAX_SOCKET_PATH:
+        raise InputError(
+            f"socket path {socket_path} is too long for a Unix socket "
+            f"(at most {MAX_SOCKET_PATH} bytes); choose a shorter one"
+        )
     try:
         st = os.stat(socket_path)
     except FileNotFoundError:
@@ -99,9 +108,11 @@ def prepare_socket(socket_path: str) -> None:
         s.settimeout(1.0)
         try:
             s.connect(socket_path)
-        except OSError:
+        except ConnectionRefusedError:
             os.unlink(socket_path)  # stale: nobody listens
             return
+        except OSError as exc:
+            raise InputError(f"socket {socket_path}: {exc.strerror}; choose another path") from None
     raise InputError(f"socket {socket_path} is in use by a running server")
 
 
@@ -130,6 +141,7 @@ class Emulator:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stats: dict[str, Any] | None = None
         self._log_text = ""
+        self._socket_id: tuple[int, int] | None = None  # the socket our nbdkit made
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -194,7 +206,9 @@ class Emulator:
                     msg += ": " + lines[-1][:300]
                 raise DeviceError(msg)
             with contextlib.suppress(OSError):
-                if os.path.getsize(pidfile) > 0 and os.path.exists(self.socket_path):
+                if os.path.getsize(pidfile) > 0:
+                    st = os.stat(self.socket_path)
+                    self._socket_id = (st.st_dev, st.st_ino)
                     return
             if time.monotonic() > deadline:
                 lines = self.log_tail().strip().splitlines()
@@ -227,11 +241,20 @@ class Emulator:
                     os.killpg(self._proc.pid, signal.SIGKILL)
                 rc = self._proc.wait()
         self._collect_stats()
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISSOCK(os.stat(self.socket_path).st_mode):
-                os.unlink(self.socket_path)
+        self._remove_own_socket()
         self._cleanup_files()
         return rc
+
+    def _remove_own_socket(self) -> None:
+        """Remove the socket only if it is the one this emulator's nbdkit created: never
+        a live socket of another server that made start() refuse the path."""
+        if self._socket_id is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(self.socket_path)
+            if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == self._socket_id:
+                os.unlink(self.socket_path)
+        self._socket_id = None
 
     def _collect_stats(self) -> None:
         if self._tmpdir is None or self._stats is not None:

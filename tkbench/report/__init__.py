@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputError, RunDirError
-from ..store import RunData, load_run, write_atomic
+from ..store import RunData, check_output_file, load_run, write_atomic
 
 __all__ = ["build_comparison", "build_report"]
 
@@ -38,6 +38,8 @@ def build_report(
     run_dir, out_pdf = Path(run_dir), Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the report file name must end in .pdf")
+    check_output_file(out_pdf, "report")
+    check_output_file(out_pdf.with_suffix(".html"), "report")
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such run directory")
     run = load_run(run_dir)
@@ -67,6 +69,8 @@ def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     out_pdf = Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the comparison file name must end in .pdf")
+    check_output_file(out_pdf, "comparison")
+    check_output_file(out_pdf.with_suffix(".html"), "comparison")
     if not runs:
         raise InputError("nothing to compare: no run given")
     model = comparison.comparison_model(runs, generated=time.time())

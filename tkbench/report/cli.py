@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli import path_arg
+
 
 def register(subparsers: Any) -> None:
     """Add the ``report`` subcommand to tkbench's command line."""
@@ -18,17 +20,17 @@ def register(subparsers: Any) -> None:
         "directory: no fio, no device.  Options not given come from the [report] table of "
         "the profile the run used.",
     )
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory")
+    p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR", help="the run directory")
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_arg,
         metavar="FILE.pdf",
         help="the PDF to write (default: RUN_DIR/report.pdf)",
     )
     p.add_argument("--title", metavar="TEXT", help="report title")
     p.add_argument("--operator", metavar="TEXT", help="who ran the tests")
     p.add_argument("--organisation", metavar="TEXT", help="the testing organisation")
-    p.add_argument("--logo", type=Path, metavar="PNG/SVG", help="logo for the first page")
+    p.add_argument("--logo", type=path_arg, metavar="PNG/SVG", help="logo for the first page")
     p.add_argument("--paper", metavar="A4|Letter", help="paper size")
     p.set_defaults(func=cmd_report)
 
