@@ -121,9 +121,13 @@ def window_mean(rounds: list[dict[str, Any]], bs: int, read_pct: int, key: str) 
 
 
 def whole(value: float) -> str:
-    """How a value of 1,000 or more reads in the report: rounded, thousands separators."""
-    assert value >= 1000
-    return f"{round(value):,}"
+    """How a value reads in the report: 1,000 or more rounded with thousands separators,
+    smaller ones with four significant digits (a loaded machine's file can be slower)."""
+    if value >= 1000:
+        return f"{round(value):,}"
+    assert value >= 1
+    decimals = 3 - math.floor(math.log10(value))
+    return f"{value:.{decimals}f}"
 
 
 def edit_manifest(run: Path, **fields: Any) -> None:

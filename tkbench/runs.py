@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,11 +123,45 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dic
     _same_target(m["target"], target)
     plan = _plan(prof, target)
     with target.lock():
+        # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
+        # started may still be writing: stop them before checking the target
+        stopped = stop_leftovers(root)
         _guard(target, req, plan)
         store = RunStore.open(root)
+        if stopped:
+            store.log(f"stopped {len(stopped)} process(es) left by the interrupted run")
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
         return root, _execute(req, plan, target, runner, store, progress)
+
+
+def stop_leftovers(root: Path, proc_root: Path = Path("/proc"), wait: float = 10.0) -> list[int]:
+    """Kill the processes a killed run left behind: fio runs in a scratch directory
+    below the run directory (as do its job processes and the hand-off helpers they
+    start), so a process whose working directory is there belongs to this run.  A
+    tkbench killed with SIGKILL cannot stop them; they would go on writing the target
+    beside the resumed run.  Returns the pids stopped."""
+    import os
+    import signal
+
+    scratch = str((Path(root) / ".scratch").resolve()) + os.sep
+    found: list[int] = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if (cwd + os.sep).startswith(scratch):
+            found.append(int(entry.name))
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any((proc_root / str(p)).exists() for p in found):
+        time.sleep(0.05)
+    return found
 
 
 def _execute(
