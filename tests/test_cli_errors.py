@@ -43,6 +43,7 @@ def _run_dir(manifest: object, extra: dict[str, str] | None = None) -> Callable[
 
 GOOD_MANIFEST = {"kind": "tkbench-run", "schema": SCHEMA, "status": "complete", "tests": ["iops"]}
 RUN = ["run", "--target", "{tmp}/t.img", "--size", "16M", "--yes", "--no-report"]
+WRONG_POINT_PLAN = '{"kind": "steady", "points": [{"bs": "4k", "read_pct": 0}]}'
 
 CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
     ("no command", [], _setup_none),
@@ -138,6 +139,32 @@ CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
     ),
     ("resume a missing dir", ["run", "--resume", "{tmp}/gone", "--yes"], _setup_none),
     (
+        "manifest field of the wrong type",
+        ["show", "{tmp}/run"],
+        _run_dir({**GOOD_MANIFEST, "target": {"capacity_bytes": "big"}}),
+    ),
+    (
+        "manifest tests not a list",
+        ["compare", "{tmp}/run"],
+        _run_dir({**GOOD_MANIFEST, "tests": 3}),
+    ),
+    (
+        "history of a run with a wrong-typed round",
+        ["history", "--history", "{tmp}/h.sqlite", "--add", "{tmp}/run"],
+        _run_dir(GOOD_MANIFEST, {"tests/iops/test.json": WRONG_POINT_PLAN}),
+    ),
+    (
+        "report of a run whose result has the wrong shape",
+        ["report", "{tmp}/run", "--out", "{tmp}/r.pdf"],
+        _run_dir(
+            GOOD_MANIFEST,
+            {
+                "tests/iops/test.json": '{"kind": "steady", "points": []}',
+                "tests/iops/result.json": '{"window": "1-5"}',
+            },
+        ),
+    ),
+    (
         "resume a run without profile",
         ["run", "--resume", "{tmp}/run", "--yes"],
         _run_dir({**GOOD_MANIFEST, "status": "interrupted"}),
@@ -216,3 +243,47 @@ def test_missing_fio_is_a_tool_failure_with_a_hint(tmp_path: Path) -> None:
         "(install the Debian package 'fio')"
     )
     assert not (tmp_path / "t.img").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [
+        ({"manifest.json": {**GOOD_MANIFEST, "status": 3}}, "manifest.json: field status"),
+        (
+            {"manifest.json": {**GOOD_MANIFEST, "profile": {"name": ["quick"]}}},
+            "manifest.json: field profile.name is a list, expected string",
+        ),
+        (
+            {"tests/iops/test.json": {"kind": "steady", "points": [{"bs": "4k"}]}},
+            "test.json: field points[0].bs is a string, expected integer",
+        ),
+        (
+            {
+                "tests/iops/test.json": {"kind": "steady", "points": []},
+                "tests/iops/rounds/0001.json": {
+                    "round": 1,
+                    "tracking": {},
+                    "points": [{"bs": 4096, "read_pct": 0, "read": {"iops": "fast"}}],
+                },
+            },
+            "0001.json: field points[0].read.iops is a string, expected number",
+        ),
+        (
+            {"tests/iops/test.json": {"points": []}},
+            "test.json: field kind is missing",
+        ),
+    ],
+)
+def test_a_run_directory_of_the_wrong_shape_names_file_and_field(
+    files: dict[str, object], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    files = {"manifest.json": GOOD_MANIFEST, **files}
+    for rel, data in files.items():
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text(json.dumps(data))
+    for argv in (["show", str(run)], ["compare", str(run), str(run)]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and named in err, err

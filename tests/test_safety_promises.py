@@ -413,3 +413,20 @@ def test_emulate_refuses_a_socket_path_too_long_in_one_line(tmp_path: Path) -> N
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "too long for a Unix socket" in done.stderr
     assert list(long_dir.iterdir()) == []
+
+
+def test_emulate_refuses_a_drive_the_machine_cannot_hold() -> None:
+    from tkbench.emulator.launcher import check_memory, memory_needed
+    from tkbench.emulator.ssdmodel import EmulatorConfig
+
+    cfg = EmulatorConfig.create(capacity="1T")
+    maps, data = memory_needed(cfg)
+    pages = 2**40 // 4096  # 4 bytes per logical page, and per physical page (12 % spare)
+    assert maps == 4 * pages + 4 * int(pages * 1.12)
+    assert data == 2**40  # written data is kept in memory unless --no-data
+    with pytest.raises(InputError, match="pass --no-data"):
+        check_memory(cfg, available=8 * 2**30 + maps)
+    check_memory(EmulatorConfig.create(capacity="1T", store_data="0"), available=8 * 2**30)
+    with pytest.raises(InputError, match="page maps"):
+        check_memory(EmulatorConfig.create(capacity="1T", store_data="0"), available=2**30)
+    check_memory(EmulatorConfig.create(capacity="256M"), available=2**30)  # the demo's drive

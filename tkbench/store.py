@@ -25,10 +25,12 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import shapes
 from .errors import DeviceError, RunDirError
 
 SCHEMA = 1
@@ -298,34 +300,15 @@ def check_manifest(root: Path) -> dict[str, Any]:
             f"{path}: written by a newer tkbench (schema {schema}, this one reads up to "
             f"{SCHEMA}); upgrade tkbench to read it"
         )
-    return data
+    return shapes.check_object(data, shapes.MANIFEST, path)
 
 
-def _read_optional(path: Path) -> dict[str, Any] | None:
+def _read_optional(
+    path: Path, shape: Mapping[str, shapes.Field] | None = None
+) -> dict[str, Any] | None:
     if not path.exists():
         return None
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path}: expected a JSON object")
-    return data
-
-
-def _check_round(rec: Any, path: Path) -> dict[str, Any]:
-    """A round record with the fields every reader relies on, or RunDirError."""
-    ok = (
-        isinstance(rec, dict)
-        and isinstance(rec.get("round"), int)
-        and isinstance(rec.get("points"), list)
-        and isinstance(rec.get("tracking"), dict)
-        and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool)
-            for v in rec["tracking"].values()
-        )
-        and all(isinstance(p, dict) for p in rec["points"])
-    )
-    if not ok:
-        raise RunDirError(f"{path}: not a round record (corrupt or foreign)")
-    return dict(rec)
+    return shapes.check_object(read_json(path), shape or {}, path)
 
 
 def load_run(root: Path) -> RunData:
@@ -342,7 +325,7 @@ def load_run(root: Path) -> RunData:
                 names.append(d.name)
     for name in names:
         d = tdir / name
-        plan = _read_optional(d / "test.json")
+        plan = _read_optional(d / "test.json", shapes.TEST_PLAN)
         if plan is None:
             continue  # planned but never started
         rounds = []
@@ -351,20 +334,23 @@ def load_run(root: Path) -> RunData:
             for f in sorted(rdir.iterdir()):
                 m = _ROUND_RE.match(f.name)
                 if m:
-                    rounds.append(_check_round(read_json(f), f))
+                    rounds.append(shapes.check_object(read_json(f), shapes.ROUND, f))
         rounds.sort(key=lambda r: int(r.get("round", 0)))
         tests.append(
             TestData(
                 name=name,
                 plan=plan,
-                purge=_read_optional(d / "purge.json"),
-                precondition=_read_optional(d / "precondition.json"),
+                purge=_read_optional(d / "purge.json", shapes.PHASE),
+                precondition=_read_optional(d / "precondition.json", shapes.PHASE),
                 rounds=rounds,
-                result=_read_optional(d / "result.json"),
+                result=_read_optional(d / "result.json", shapes.RESULT),
                 health_before=_read_optional(d / "health-before.json"),
                 health_after=_read_optional(d / "health-after.json"),
             )
         )
     return RunData(
-        root=root, manifest=manifest, tests=tests, checks=_read_optional(root / "checks.json")
+        root=root,
+        manifest=manifest,
+        tests=tests,
+        checks=_read_optional(root / "checks.json", shapes.CHECKS),
     )

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from .. import proc
 from ..errors import DeviceError, InputError, ToolMissingError
-from .ssdmodel import EmulatorConfig
+from .ssdmodel import EmulatorConfig, format_size
 
 PLUGIN_PATH = Path(__file__).with_name("plugin.py")
 INSTALL_HINT = "install Debian packages nbdkit nbdkit-plugin-python"
@@ -82,6 +82,47 @@ def nbdkit_argv(
     if verbose:
         argv.append("tracebacks=1")
     return argv
+
+
+def memory_needed(cfg: EmulatorConfig) -> tuple[int, int]:
+    """(bytes the model's page maps take, bytes the data can grow to): the maps hold
+    4 bytes per logical and per physical 4 KiB page; kept data grows up to the
+    capacity as it is written (a purge hands it back)."""
+    pages = cfg.capacity // 4096
+    maps = 4 * pages + 4 * int(pages * (1 + cfg.over_provisioning))
+    return maps, cfg.capacity if cfg.store_data else 0
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable in bytes, or None where the kernel does not say."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(cfg: EmulatorConfig, available: int | None = None) -> None:
+    """Refuse an emulated drive this machine cannot hold, before nbdkit starts: the
+    model would be killed by the kernel halfway through a run instead."""
+    free = available if available is not None else available_memory()
+    if free is None:
+        return
+    maps, data = memory_needed(cfg)
+    size = format_size(cfg.capacity).replace(" ", "")
+    if maps > free // 2:
+        raise InputError(
+            f"--capacity {size} needs {format_size(maps)} of memory for the emulator's page "
+            f"maps; {format_size(free)} is available: choose a smaller capacity"
+        )
+    if maps + data > free:
+        raise InputError(
+            f"--capacity {size} keeps up to {format_size(data)} of written data in memory; "
+            f"{format_size(free)} is available: pass --no-data or a smaller capacity"
+        )
 
 
 # sun_path holds 108 bytes on Linux, the last one a NUL
@@ -158,6 +199,7 @@ class Emulator:
         if self._proc is not None:
             raise RuntimeError("emulator already started")
         nbdkit = check_nbdkit(self._nbdkit)
+        check_memory(self.cfg)
         prepare_socket(self.socket_path)
         self._tmpdir = tempfile.mkdtemp(prefix="tkbench-emu-")
         pidfile = os.path.join(self._tmpdir, "nbdkit.pid")
