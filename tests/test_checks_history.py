@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import sets
-from tkbench import cli, measure
+from tkbench import analysis, cli
 from tkbench.report import build_report
 from tkbench.store import load_run
 
@@ -57,7 +57,7 @@ def test_acceptance_pass_and_fail_with_junit(
 ) -> None:
     tmp = base_run
     run = load_run(tmp / "base")
-    measured = measure.value(run.test("iops"), "iops", 4096, 0)
+    measured = analysis.value(run.test("iops"), "iops", 4096, 0)
     assert measured > 0
     crit = [
         f'acceptance.criteria=["iops iops 4k 0/100 >= {measured / 1000:.0f}", '
@@ -115,14 +115,15 @@ def test_regression_against_a_faster_baseline_fails(
     base_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tmp = base_run
-    # a synthetic baseline: the real base run with every IOPS doubled (made for this test)
+    # a synthetic baseline: the real base run with every IOPS ten times higher (made for
+    # this test; a factor of two was within the run-to-run spread of a loaded machine)
     fast = tmp / "fast-baseline"
     shutil.copytree(tmp / "base", fast)
     for f in (fast / "tests" / "iops" / "rounds").glob("*.json"):
         rec = json.loads(f.read_text())
         for p in rec["points"]:
-            p["iops"] *= 2
-        rec["tracking"] = {k: v * 2 for k, v in rec["tracking"].items()}
+            p["iops"] *= 10
+        rec["tracking"] = {k: v * 10 for k, v in rec["tracking"].items()}
         f.write_text(json.dumps(rec))
     code = _run(tmp, "regress", "--baseline", str(fast), "--regression-threshold", "20")
     err = capsys.readouterr().err

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from tkbench import measure, store
+import tkbench.analysis as core
+from tkbench import store
 from tkbench.errors import InputError
-from tkbench.report import analysis, fmt, header, options, procedure, records, render
+from tkbench.report import analysis, fmt, header, options, procedure, render
 from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
 from tkbench.store import RunData
 
@@ -179,7 +180,7 @@ def test_other_formats() -> None:
 
 def test_window_means_and_directions() -> None:
     recs = rounds_of([100.0, 200.0, 300.0])
-    means = records.point_means(recs)
+    means = core.point_means(recs)
     pm = means[(4096, 0)]
     assert pm.iops == pytest.approx(200.0)
     assert pm.rounds == 3
@@ -190,7 +191,7 @@ def test_window_means_and_directions() -> None:
     assert write.percentile_basis == "largest per-round value"
     ios = write.samples
     for key in ("99", "99.9", "99.99"):
-        if ios >= measure.samples_needed(float(key)):
+        if ios >= core.samples_needed(float(key)):
             per_round = [r["points"][3]["write"]["percentiles_ns"][key] / 1e6 for r in recs]
             assert write.percentiles_ms[key] == pytest.approx(max(per_round))
         else:
@@ -202,7 +203,7 @@ def test_pooled_percentiles_come_from_the_merged_histogram() -> None:
     # two rounds: 60,000 I/Os at 1 ms and 60,000 at 2 ms, then one slow outlier set
     r1 = {"io_bytes": 1, "total_ios": 60_000, "bins_ns": {"1000000": 60_000}}
     r2 = {"io_bytes": 1, "total_ios": 60_020, "bins_ns": {"2000000": 60_000, "9000000": 20}}
-    pct, count, basis = measure.pooled_percentiles([r1, r2], ["40", "99", "99.99", "99.999"])
+    pct, count, basis = core.pooled_percentiles([r1, r2], ["40", "99", "99.99", "99.999"])
     assert (count, basis) == (120_020, "histogram")
     assert pct["40"] == 1_000_000
     assert pct["99"] == 2_000_000
@@ -212,13 +213,13 @@ def test_pooled_percentiles_come_from_the_merged_histogram() -> None:
 
 def test_window_is_the_steady_rounds_or_the_last_rounds_of_the_last_segment() -> None:
     steady = store.TestData("iops", plan(window=3), rounds=rounds_of([500.0, 100.0, 101.0, 102.0]))
-    assert records.measurement_window(steady) == (2, 3, 4)
+    assert core.window(steady) == (2, 3, 4)
     resumed = rounds_of([100.0, 100.0, 100.0, 100.0, 90.0], segments=[1, 1, 1, 2, 2])
-    window = records.measurement_window(store.TestData("iops", plan(window=3), rounds=resumed))
+    window = core.window(store.TestData("iops", plan(window=3), rounds=resumed))
     assert window == (4, 5)
-    assert [r["round"] for r in records.window_records(resumed, window)] == [4, 5]
+    assert [r["round"] for r in core.window_records(resumed, window)] == [4, 5]
     fixed = store.TestData("f", plan(kind="fixed"), rounds=steady.rounds)
-    assert records.measurement_window(fixed) == (1, 2, 3, 4)
+    assert core.window(fixed) == (1, 2, 3, 4)
 
 
 def test_histogram_rebinning_keeps_every_io() -> None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tkbench import steady
+from tkbench.analysis import steady
 
 
 def test_flat_plateau_is_steady_with_exact_numbers() -> None:

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import measure
+from . import analysis
+from .analysis import analyze_test
 from .profile import Acceptance
 from .store import RunData, write_atomic, write_json
 from .units import format_size
@@ -36,23 +37,23 @@ class Check:
 
 
 def steady_checks(run: RunData) -> list[Check]:
+    """Steady state of every steady-state test, as the analysis determines it from
+    the stored rounds (the same verdict the report and ``show`` give)."""
     out = []
     for t in run.tests:
-        if t.plan.get("kind") != "steady":
+        a = analyze_test(t)
+        if a.kind != "steady":
             continue
-        result = t.result or {}
-        reached = bool(result.get("steady_state"))
-        window = result.get("window") or []
+        passed = bool(a.finished and a.steady)
+        window = a.steady_window
         msg = (
             f"steady state in rounds {window[0]}-{window[-1]}"
-            if reached and window
+            if passed
             else (
-                "test did not finish"
-                if t.result is None
-                else f"not steady after {len(t.rounds)} rounds"
+                "test did not finish" if not a.finished else f"not steady after {a.rounds} rounds"
             )
         )
-        out.append(Check(f"{t.name}: steady state", "steady_state", reached, None, "reached", msg))
+        out.append(Check(f"{t.name}: steady state", "steady_state", passed, None, "reached", msg))
     return out
 
 
@@ -61,13 +62,13 @@ def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
     by_name = {t.name: t for t in run.tests}
     for c in acceptance.criteria:
         t = by_name.get(c.test)
-        measured = measure.value(t, c.metric, c.bs, c.mix.read) if t is not None else math.nan
+        measured = analysis.value(t, c.metric, c.bs, c.mix.read) if t is not None else math.nan
         ok = math.isfinite(measured) and c.holds(measured)
         unit = c.label.rsplit(" ", 1)[-1]
         if math.isfinite(measured):
             msg = f"measured {measured:.4g} {unit}"
         elif t is not None and t.rounds and c.metric.startswith("p"):
-            need = measure.samples_needed(float(c.metric[1:]))
+            need = analysis.samples_needed(float(c.metric[1:]))
             msg = f"too few I/Os in the window for a {c.metric[1:]} % value (needs {need:,})"
         else:
             msg = f"{format_size(c.bs)} {c.mix.label} of test {c.test} was not measured"
@@ -85,7 +86,7 @@ def regression_checks(
         if before is None or before == 0 or not math.isfinite(before):
             continue
         delta = (now - before) / abs(before) * 100.0
-        worse = -delta if measure.better_is_higher(key) else delta
+        worse = -delta if analysis.better_is_higher(key) else delta
         ok = worse <= threshold_pct
         out.append(
             Check(

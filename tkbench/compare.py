@@ -1,7 +1,7 @@
 """Side-by-side comparison of runs (any number, any drives): the same points, deltas in %.
 
 Every value is a point's mean over its test's measurement window, read through
-:mod:`tkbench.measure` (the numbers each run's own report shows).  Tests and
+:mod:`tkbench.analysis` (the numbers each run's own report shows).  Tests and
 points are the union over the runs, in the order the first run that has them
 ran them; a run lacking a point shows no value there.  A comparison is only
 fair under the same conditions, so :func:`differences` lists every test
@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import measure
+from . import analysis
 from .store import RunData, TestData
 from .target import engine_for
 from .units import format_size, human_bytes
+from .vocab import metric
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Row:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric in HIGHER_IS_BETTER
+        return metric(self.metric).higher_is_better
 
     def beyond_noise(self) -> tuple[bool | None, ...]:
         """Per run 2..n: does its delta exceed both :data:`MIN_DELTA` and the larger
@@ -92,8 +93,6 @@ class Difference:
         return {"test": self.test, "condition": self.condition, "values": list(self.values)}
 
 
-UNITS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms", "p99.99": "ms"}
-HIGHER_IS_BETTER = ("iops", "bw")
 MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
 
 
@@ -133,24 +132,16 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
     for name in test_names(runs):
         tests = tests_of(runs, name)
         plan = next(t for t in tests if t is not None).plan
-        for metric in _metrics(plan):
+        for key in _metrics(plan):
             for bs, rp in points_of(tests):
                 vals = tuple(
-                    measure.value(t, metric, bs, rp) if t is not None else math.nan for t in tests
+                    analysis.value(t, key, bs, rp) if t is not None else math.nan for t in tests
                 )
                 spreads = tuple(
-                    measure.spread(t, metric, bs, rp) if t is not None else math.nan for t in tests
+                    analysis.spread(t, key, bs, rp) if t is not None else math.nan for t in tests
                 )
-                rows.append(
-                    Row(
-                        name,
-                        f"{format_size(bs)} {rp}/{100 - rp}",
-                        metric,
-                        UNITS[metric],
-                        vals,
-                        spreads,
-                    )
-                )
+                point = f"{format_size(bs)} {rp}/{100 - rp}"
+                rows.append(Row(name, point, key, metric(key).unit, vals, spreads))
     return rows
 
 

@@ -17,7 +17,6 @@ steady-state window never spans a gap.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import platform
 import shutil
@@ -29,10 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, jobfile, steady
+from . import __version__, jobfile
+from .analysis import steady
+from .analysis.segments import reached, segment_rounds, segment_verdicts, test_result
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
-from .results import last_segment, summarize_round, tracking_values, written_bytes
+from .results import summarize_round, tracking_values, written_bytes
 from .runner import FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
@@ -196,10 +197,15 @@ class Engine:
         resumed = existing is not None
         if resumed:
             assert existing is not None
-            if rounds and self._done(test, rounds, segment, _written(rounds), _started(rounds)):
+            reason = (
+                self._stop_reason(test, rounds, segment, _written(rounds), _started(rounds))
+                if rounds
+                else None
+            )
+            if reason is not None:
                 # the rounds were complete; only the result was not yet written
                 store.log(f"resume {test.name}: its rounds were complete; result written")
-                self._finish(test, rounds, segment, _written(rounds))
+                self._finish(test, rounds, segment, _written(rounds), reason)
                 return
             action = self._resume_action(test, existing)
             store.update_manifest(
@@ -373,7 +379,8 @@ class Engine:
         verdicts: dict[str, steady.Verdict] = {}
         while True:
             n = len(rounds) + 1
-            if self._done(test, rounds, segment, total_written, started):
+            reason = self._stop_reason(test, rounds, segment, total_written, started)
+            if reason is not None:
                 break
             self._check_stop()
             segment = self._after_idle(test, rounds, segment)
@@ -418,12 +425,17 @@ class Engine:
                 verdicts=verdicts,
                 total_written=total_written,
             )
-        self._finish(test, rounds, segment, total_written)
+        self._finish(test, rounds, segment, total_written, reason)
 
     def _finish(
-        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
+        self,
+        test: PlannedTest,
+        rounds: list[dict[str, Any]],
+        segment: int,
+        total_written: int,
+        stop_reason: str,
     ) -> None:
-        result = self._result(test, rounds, segment, total_written)
+        result = self._result(test, rounds, segment, total_written, stop_reason)
         self._health(test, "after")
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result['summary']}")
@@ -458,106 +470,53 @@ class Engine:
     ) -> dict[str, steady.Verdict]:
         return segment_verdicts(test.to_dict(), rounds, segment)
 
-    def _done(
+    def _stop_reason(
         self,
         test: PlannedTest,
         rounds: list[dict[str, Any]],
         segment: int,
         total_written: int,
         started: float,
-    ) -> bool:
+    ) -> str | None:
+        """Why the test stops now (recorded in its result), or None to run a round."""
         spec = test.spec
         if spec.kind == "fixed":
-            return len(rounds) >= spec.repeat
+            return f"{spec.repeat} repetition(s) done" if len(rounds) >= spec.repeat else None
         if spec.kind == "saturation":
             limit = spec.stop_written_multiple * self.target.capacity
-            return (bool(rounds) and total_written >= limit) or (
-                time.time() - started >= spec.max_duration
-            )
+            if rounds and total_written >= limit:
+                return f"{spec.stop_written_multiple:g}x the capacity written"
+            if time.time() - started >= spec.max_duration:
+                return f"time limit of {spec.max_duration:g} s reached"
+            return None
         # the round limit applies per segment: a new segment starts a new series;
         # whatever the segments, a test never runs more than ROUND_CAP x the limit
-        seg_rounds = [r for r in rounds if int(r.get("segment", 1)) == segment]
-        if len(seg_rounds) >= spec.rounds.max or len(rounds) >= ROUND_CAP * spec.rounds.max:
-            return True
-        verdicts = self._verdicts(test, rounds, segment)
-        return bool(verdicts) and all(v.reached for v in verdicts.values())
+        if reached(self._verdicts(test, rounds, segment)):
+            return "steady state reached"
+        if len(segment_rounds(rounds, segment)) >= spec.rounds.max:
+            return f"round limit of {spec.rounds.max} reached"
+        if len(rounds) >= ROUND_CAP * spec.rounds.max:
+            return f"at most {ROUND_CAP * spec.rounds.max} rounds over all segments"
+        return None
 
     def _result(
-        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int, total_written: int
+        self,
+        test: PlannedTest,
+        rounds: list[dict[str, Any]],
+        segment: int,
+        total_written: int,
+        stop_reason: str,
     ) -> dict[str, Any]:
-        seg = [r for r in rounds if int(r.get("segment", 1)) == segment] or rounds
+        seg = segment_rounds(rounds, segment) or rounds
         return test_result(
-            test.to_dict(), rounds, self.target.capacity, segment, total_written, len(seg)
+            test.to_dict(),
+            rounds,
+            self.target.capacity,
+            segment,
+            total_written,
+            len(seg),
+            stop_reason=stop_reason,
         )
-
-
-def test_result(
-    plan: dict[str, Any],
-    rounds: list[dict[str, Any]],
-    capacity: int,
-    segment: int = 1,
-    total_written: int | None = None,
-    segment_rounds: int | None = None,
-) -> dict[str, Any]:
-    """A finished test's result.json: its verdicts and a one-line summary."""
-    verdicts = segment_verdicts(plan, rounds, segment if segment_rounds else None)
-    kind = plan["kind"]
-    reached = bool(verdicts) and all(v.reached for v in verdicts.values())
-    if total_written is None:
-        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
-    if kind == "steady":
-        window = list(next(iter(verdicts.values())).rounds) if reached else []
-        summary = (
-            f"steady state reached in rounds {window[0]}-{window[-1]}"
-            if reached
-            else f"steady state NOT reached after {len(rounds)} rounds"
-        )
-    elif kind == "saturation":
-        window = []
-        summary = f"{len(rounds)} rounds, {total_written / capacity:.2f}x capacity written"
-    else:
-        window = [int(r["round"]) for r in rounds]
-        summary = f"{len(rounds)} repetition(s)"
-    return {
-        "test": plan["name"],
-        "kind": kind,
-        "status": "complete",
-        "steady_state": reached if kind == "steady" else None,
-        "rounds": len(rounds),
-        "segment": segment,
-        "window": window,
-        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
-        "total_written_bytes": total_written,
-        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
-        "summary": summary,
-    }
-
-
-def segment_verdicts(
-    plan: dict[str, Any], rounds: list[dict[str, Any]], segment: int | None = None
-) -> dict[str, steady.Verdict]:
-    """Steady-state verdict per tracking variable over one segment's rounds
-    (the last segment by default; an empty segment has no verdict)."""
-    if segment is None:
-        seg = last_segment(rounds)
-    else:
-        seg = [r for r in rounds if int(r.get("segment", 1)) == segment]
-    if not seg:
-        return {}
-    lim = plan.get("rounds", {})
-    out = {}
-    for label in plan.get("tracking", []):
-        values = [float(r["tracking"][label]) for r in seg if label in r.get("tracking", {})]
-        if not values or any(not math.isfinite(v) for v in values):
-            continue
-        out[label] = steady.evaluate(
-            values,
-            window=int(lim.get("window", 5)),
-            max_excursion=float(lim.get("max_excursion", 0.2)),
-            max_slope_excursion=float(lim.get("max_slope_excursion", 0.1)),
-            first_round=int(seg[0]["round"]),
-        )
-    return out
 
 
 def _written(rounds: list[dict[str, Any]]) -> int:

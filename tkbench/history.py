@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import measure
+from .analysis import headline
 from .errors import InputError
 from .store import RunData
 
@@ -130,7 +130,7 @@ class History:
             serial=str(ident.get("serial") or "unknown"),
             firmware=str(ident.get("firmware") or "unknown"),
             capacity=int((m.get("target") or {}).get("capacity_bytes") or 0),
-            headline=measure.headline(run),
+            headline=headline(run),
             checks=checks,
         )
         with self._db() as con:

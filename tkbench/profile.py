@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import vocab
 from .device.purge import METHODS as _DEVICE_METHODS
 from .errors import ProfileError
 from .units import data_dir, format_duration, format_size, parse_duration, parse_size
+from .vocab import metric
 
 KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
-METRICS = {"iops": "IOPS", "bw": "MB/s", "lat_mean": "ms"}
 
 
 def purge_methods() -> tuple[str, ...]:
@@ -77,29 +78,19 @@ class Tracking:
 
     @property
     def unit(self) -> str:
-        return METRICS[self.metric]
+        return metric(self.metric).unit
 
     @classmethod
     def parse(cls, text: object) -> Tracking:
         parts = str(text).split()
-        if len(parts) != 3 or parts[0] not in METRICS:
+        if len(parts) != 3 or parts[0] not in vocab.names(trackable=True):
             raise ValueError(
                 f'not a tracking variable: {text!r} (use e.g. "iops 4k 0/100"; '
-                f"metrics: {', '.join(METRICS)})"
+                f"metrics: {', '.join(vocab.names(trackable=True))})"
             )
         return cls(parts[0], parse_size(parts[1]), Mix.parse(parts[2]))
 
 
-CHECK_METRICS = {
-    "iops": "IOPS",
-    "bw": "MB/s",
-    "lat_mean": "ms",
-    "lat_max": "ms",
-    "p99": "ms",
-    "p99.9": "ms",
-    "p99.99": "ms",
-    "p99.999": "ms",
-}
 OPERATORS = (">=", "<=", ">", "<")
 
 
@@ -109,7 +100,7 @@ class Criterion:
     ``iops iops 4k 0/100 >= 50000`` or ``latency p99.99 4k 100/0 <= 5``.
 
     The value compared is the point's mean over the test's measurement window;
-    IOPS, MB/s and milliseconds as in :data:`CHECK_METRICS`.
+    IOPS, MB/s and milliseconds as :mod:`tkbench.vocab` defines them.
     """
 
     test: str
@@ -123,7 +114,7 @@ class Criterion:
     def label(self) -> str:
         return (
             f"{self.test}: {self.metric} {format_size(self.bs)} {self.mix.label} "
-            f"{self.op} {self.value:g} {CHECK_METRICS[self.metric]}"
+            f"{self.op} {self.value:g} {metric(self.metric).unit}"
         )
 
     def holds(self, measured: float) -> bool:
@@ -137,10 +128,10 @@ class Criterion:
     @classmethod
     def parse(cls, text: object) -> Criterion:
         parts = str(text).split()
-        if len(parts) != 6 or parts[1] not in CHECK_METRICS or parts[4] not in OPERATORS:
+        if len(parts) != 6 or parts[1] not in vocab.names() or parts[4] not in OPERATORS:
             raise ValueError(
                 f'not a criterion: {text!r} (use e.g. "iops iops 4k 0/100 >= 50000"; '
-                f"metrics: {', '.join(CHECK_METRICS)}; operators: {' '.join(OPERATORS)})"
+                f"metrics: {', '.join(vocab.names())}; operators: {' '.join(OPERATORS)})"
             )
         try:
             value = float(parts[5])

@@ -14,8 +14,7 @@ from .errors import FioJobError
 from .fiojson import DirStats, FioOutput, JobStats, combine
 from .plan import Point
 from .profile import Tracking
-
-MB = 1e6
+from .vocab import metric
 
 
 def dir_summary(d: DirStats, with_bins: bool = False) -> dict[str, Any]:
@@ -81,17 +80,6 @@ def summarize_round(
     return out
 
 
-def metric_value(summary: Mapping[str, Any], metric: str) -> float:
-    """A point's value of ``iops`` (IOPS), ``bw`` (MB/s) or ``lat_mean`` (ms)."""
-    if metric == "iops":
-        return float(summary["iops"])
-    if metric == "bw":
-        return float(summary["bw_bytes"]) / MB
-    if metric == "lat_mean":
-        return float(summary["lat_mean_ns"]) / 1e6
-    raise ValueError(f"unknown metric {metric!r}")
-
-
 def find_point(summaries: Sequence[Mapping[str, Any]], bs: int, read_pct: int) -> Mapping[str, Any]:
     for s in summaries:
         if s["bs"] == bs and s["read_pct"] == read_pct:
@@ -104,19 +92,11 @@ def tracking_values(
 ) -> dict[str, float]:
     out = {}
     for t in tracking:
-        v = metric_value(find_point(summaries, t.bs, t.mix.read), t.metric)
+        v = metric(t.metric).read(find_point(summaries, t.bs, t.mix.read))
         if not math.isfinite(v):
             raise FioJobError(f"tracking variable {t.label} is not a finite number")
         out[t.label] = v
     return out
-
-
-def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The rounds of the last segment (a resumed test may begin a new one)."""
-    if not rounds:
-        return []
-    seg = max(int(r.get("segment", 1)) for r in rounds)
-    return [r for r in rounds if int(r.get("segment", 1)) == seg]
 
 
 def written_bytes(summaries: Sequence[Mapping[str, Any]]) -> int:

@@ -260,8 +260,8 @@ def finish_checks(
     ``threshold`` (percent) overrides the profile's regression threshold.
     """
     from . import checks as checkmod
+    from .analysis import headline
     from .history import History
-    from .measure import headline
 
     run = load_run(out)
     m = run.manifest

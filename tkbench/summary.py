@@ -5,38 +5,38 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .engine import segment_verdicts
+from .analysis import analyze_test
 from .store import RunData, TestData
 from .units import format_duration, human_bytes
 
 
 def test_summary(t: TestData) -> dict[str, Any]:
     plan = t.plan
-    verdicts = segment_verdicts(plan, t.rounds)
-    kind = plan.get("kind", "steady")
-    reached = bool(verdicts) and all(v.reached for v in verdicts.values())
-    window = list(next(iter(verdicts.values())).rounds) if reached and verdicts else []
+    a = analyze_test(t)
     tracking: dict[str, list[float]] = {label: [] for label in plan.get("tracking", [])}
     for r in t.rounds:
         for label in tracking:
             if label in r.get("tracking", {}):
                 tracking[label].append(float(r["tracking"][label]))
     status = "complete" if t.finished else ("running or interrupted" if t.rounds else "started")
-    return {
+    out = {
         "name": t.name,
         "title": plan.get("title", t.name),
-        "kind": kind,
+        "kind": a.kind,
         "status": status,
-        "steady_state": reached if kind == "steady" else None,
-        "rounds": len(t.rounds),
-        "window": window,
+        "steady_state": a.steady,
+        "rounds": a.rounds,
+        "window": list(a.steady_window),
         "tracking": tracking,
         "round_numbers": [int(r["round"]) for r in t.rounds],
-        "segments": sorted({int(r.get("segment", 1)) for r in t.rounds}),
-        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+        "segments": list(a.segments),
+        "verdicts": {k: v.to_dict() for k, v in a.verdicts.items()},
         "purge": t.purge,
         "total_written_bytes": int(t.rounds[-1].get("total_written_bytes", 0)) if t.rounds else 0,
     }
+    if t.result is not None and "stop_reason" in t.result:
+        out["stop_reason"] = t.result["stop_reason"]
+    return out
 
 
 def run_summary(run: RunData) -> dict[str, Any]:

@@ -10,7 +10,7 @@ directory (``load_run``), never from raw fio output:
 * a **window value** of a workload point is the arithmetic mean of the
   per-round values over the window rounds; maximum latencies are the maximum;
 * tracking variables and steady-state verdicts are recomputed from the stored
-  per-round values with :func:`tkbench.engine.segment_verdicts`, the same code
+  per-round values with :func:`tkbench.analysis.segment_verdicts`, the same code
   that decided when the run stopped.
 
 Units: IOPS; MB/s = 10⁶ bytes/s; ms; GB = 10⁹ bytes.
@@ -19,19 +19,22 @@ Units: IOPS; MB/s = 10⁶ bytes/s; ms; GB = 10⁹ bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..engine import segment_verdicts
+from ..analysis import TestAnalysis, analyze_run, analyze_test, samples_needed
+from ..analysis.segments import segment_of
+from ..analysis.steady import Verdict
+from ..analysis.window import DIRECTIONS, PointMean, find_point, merge_bins
 from ..fiojson import percentile_from_bins
-from ..measure import samples_needed
-from ..profile import METRICS, Tracking
-from ..steady import Verdict
+from ..profile import Tracking
 from ..store import RunData, TestData
 from ..units import format_size
+from ..vocab import MS
+from ..vocab import metric as metric_of
 from . import fmt, header
 from .model import (
     COMPLETE,
@@ -54,26 +57,17 @@ from .model import (
 from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
 from .records import (
-    DIRECTIONS,
-    MS,
-    PointMean,
     anchor,
     as_dict,
     block_sizes,
-    find_point,
     mean,
-    measurement_window,
     mix_caption,
     mix_label,
     mixes,
     num,
     plan_points,
-    point_means,
-    point_metric,
     primary_metric,
-    segment_of,
     tracking_of,
-    window_records,
     workload,
 )
 
@@ -176,17 +170,6 @@ def latency_rows(
 # --------------------------------------------------------------------------- histograms
 
 
-def merge_bins(dirs: Iterable[Mapping[str, Any]]) -> dict[int, int]:
-    """Sum fio json+ latency bins (``{latency_ns: count}``) over several rounds."""
-    total: dict[int, int] = {}
-    for d in dirs:
-        for k, c in as_dict(d.get("bins_ns")).items():
-            n = int(c)
-            if n > 0:
-                total[int(float(k))] = total.get(int(float(k)), 0) + n
-    return total
-
-
 def log_histogram(
     bins: Mapping[int, int], per_decade: int = HIST_BINS_PER_DECADE
 ) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -282,13 +265,13 @@ def convergence(
         mix = CONVERGENCE_MIX if CONVERGENCE_MIX in mx else min(m for _, m in tracked or {(0, 0)})
         keys = [(bs, mix) for bs in sizes]
         keys += [k for k in sorted(tracked, reverse=True) if k not in keys]
-        title = f"{METRICS[metric]} of every block size at {mix_label(mix)} per round"
+        title = f"{metric_of(metric).unit} of every block size at {mix_label(mix)} per round"
     elif len(sizes) * len(mx) <= 12:
         keys = [(bs, m) for bs in sizes for m in mx]
-        title = f"{_metric_name(metric)} ({METRICS[metric]}) of every point per round"
+        title = f"{metric_of(metric).name} ({metric_of(metric).unit}) of every point per round"
     else:
         keys = sorted(tracked, reverse=True)
-        title = f"Tracking variables ({METRICS[metric]}) per round"
+        title = f"Tracking variables ({metric_of(metric).unit}) per round"
     series = []
     for bs, m in keys:
         xs, ys = [], []
@@ -296,7 +279,7 @@ def convergence(
             p = find_point(r, bs, m)
             if p is not None:
                 xs.append(float(r["round"]))
-                ys.append(point_metric(p, metric))
+                ys.append(metric_of(metric).read(p))
         if xs:
             series.append(
                 Series(
@@ -307,12 +290,6 @@ def convergence(
                 )
             )
     return title, tuple(series)
-
-
-def _metric_name(metric: str) -> str:
-    return {"iops": "IOPS", "bw": "Throughput", "lat_mean": "Mean response time"}.get(
-        metric, metric
-    )
 
 
 def round_rows(
@@ -521,13 +498,16 @@ def steady_verdict(
 
 
 def test_report(
-    t: TestData, run_status: str, error: str, capacity: int, target_kind: str = ""
+    t: TestData,
+    run_status: str,
+    error: str,
+    capacity: int,
+    target_kind: str = "",
+    analysis: TestAnalysis | None = None,
 ) -> TestReport:
     plan = t.plan
-    verdicts = segment_verdicts(plan, t.rounds)
-    window = measurement_window(t)
-    records = window_records(t.rounds, window)
-    means = point_means(records)
+    a = analysis if analysis is not None else analyze_test(t)
+    verdicts, window, records, means = a.verdicts, a.window, a.records, a.means
     metric = primary_metric(plan)
     status, status_text = test_status(t, run_status, error)
     steady, verdict, basis = steady_verdict(plan, verdicts, window, len(t.rounds))
@@ -548,7 +528,7 @@ def test_report(
         kind=kind,
         anchor=anchor(t.name),
         metric=metric,
-        unit=METRICS.get(metric, ""),
+        unit=metric_of(metric).unit,
         status=status,
         status_text=status_text,
         steady=steady,
@@ -592,17 +572,18 @@ def _saturation_verdict(sat: Saturation) -> str:
 # --------------------------------------------------------------------------- headlines
 
 
-def headlines(tests: Sequence[tuple[TestReport, TestData]]) -> tuple[Headline, ...]:
+def headlines(
+    tests: Sequence[tuple[TestReport, TestData, TestAnalysis]],
+) -> tuple[Headline, ...]:
     """The summary's numbers: 4k random IOPS, sequential MB/s, 4k QD1 latency, WSAT."""
     out: list[Headline] = []
-    for rep, t in tests:
+    for rep, t, a in tests:
         if not t.rounds:
             continue
         if rep.saturation is not None:
             out.extend(_saturation_headlines(rep, _load_detail(t.plan)))
             continue
-        means = point_means(window_records(t.rounds, rep.window))
-        out.extend(_test_headlines(rep, t.plan, means))
+        out.extend(_test_headlines(rep, t.plan, a.means))
     return tuple(out)
 
 
@@ -697,8 +678,12 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     error = str(m.get("error") or "")
     capacity = int(num(as_dict(m.get("target")).get("capacity_bytes")))
     kind = str(as_dict(m.get("target")).get("kind", ""))
-    pairs = [(test_report(t, run_status, error, capacity, kind), t) for t in run.tests]
-    tests = tuple(p[0] for p in pairs)
+    analysed = analyze_run(run)
+    triples = [
+        (test_report(t, run_status, error, capacity, kind, a), t, a)
+        for t, a in zip(run.tests, analysed.tests, strict=True)
+    ]
+    tests = tuple(p[0] for p in triples)
     present = {t.name for t in run.tests}
     return Report(
         title=options.title,
@@ -711,7 +696,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         run_status=run_status,
         status_text=header.run_status_text(m),
         device_line=header.device_line(m),
-        headlines=headlines(pairs),
+        headlines=headlines(triples),
         summary=header.summary_sentences(run, tests),
         device=header.device_rows(m),
         platform=header.platform_rows(m),

@@ -1,7 +1,7 @@
 """The comparison PDF of several runs (``tkbench compare RUN... --out FILE.pdf``).
 
 :mod:`tkbench.compare` computes the table rows (the same points of every run,
-their measurement-window values through :mod:`tkbench.measure`, deltas in %
+their measurement-window values through :mod:`tkbench.analysis`, deltas in %
 against run 1) and the conditions in which runs differ.  This module adds what
 the figures need -- each run's tests analysed exactly as its own report
 analyses them (:func:`.analysis.test_report`) -- and the headline numbers side
@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import compare as cmp
+from ..analysis import analyze_test
 from ..store import RunData
 from ..units import human_bytes
+from ..vocab import metric
 from . import analysis, fmt, header
 from .model import Row, TestReport
 from .records import as_dict, num
@@ -82,14 +84,6 @@ class Comparison:
     alerts: tuple[str, ...]
     flag: str
     run_differences: tuple[str, ...] = ()  # target kind, capacity, fio version
-
-
-QUANTITIES = {
-    "iops": "IOPS",
-    "bw": "MB/s",
-    "lat_mean": "mean response time, ms",
-    "p99.99": "99.99 % response time, ms",
-}
 
 
 def _finite(v: float | None) -> float | None:
@@ -159,8 +153,8 @@ def headline_lines(
     keyed: dict[tuple[str, str, str], list[float | None]] = {}
     unsteady: set[tuple[str, str, str]] = set()
     for i, (run, reps) in enumerate(zip(runs, analysed, strict=True)):
-        pairs = [(reps[t.name], t) for t in run.tests if t.name in reps]
-        for h in analysis.headlines(pairs):
+        triples = [(reps[t.name], t, analyze_test(t)) for t in run.tests if t.name in reps]
+        for h in analysis.headlines(triples):
             for direction, value in (("read", h.read), ("write", h.write)):
                 if _finite(value) is not None:
                     key = (h.label, direction, h.unit)
@@ -253,7 +247,7 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
         by_test.setdefault(r.test, []).append(
             Line(
                 r.point,
-                QUANTITIES.get(r.metric, r.metric),
+                metric(r.metric).quantity,
                 values,
                 _deltas(values),
                 r.higher_is_better,

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.segments import last_segment, segment_of
 from ..store import TestData
 from ..target import engine_for
 from ..units import format_size
@@ -19,12 +20,10 @@ from .model import Row
 from .records import (
     as_dict,
     block_sizes,
-    last_segment,
     mix_label,
     mixes,
     num,
     plan_points,
-    segment_of,
     tracking_of,
     workload,
 )

@@ -36,8 +36,8 @@ with warnings.catch_warnings():
     from weasyprint.urls import URLFetcher, URLFetcherResponse
 
 
+from ..analysis.window import TAIL_SAMPLES
 from ..errors import InputError
-from ..measure import TAIL_SAMPLES
 from ..units import data_dir
 from . import comparison_figures, figures, fmt
 from .comparison import Comparison

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from .. import __version__, jobfile, steady
+from .. import __version__, jobfile
 from .. import plan as planmod
 from .. import profile as profilemod
-from ..engine import segment_verdicts, test_result
+from ..analysis import segment_verdicts, steady, test_result
 from ..fiojson import bucket_value, percentile_from_bins
 from ..store import RunStore
 

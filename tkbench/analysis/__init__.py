@@ -1,0 +1,125 @@
+"""Analysis: every number tkbench derives from a stored run, computed once (pure).
+
+:func:`analyze_run` turns a loaded run directory into a :class:`RunAnalysis`: per
+test, the steady-state verdicts of its last segment, the measurement window, the
+window means of every point and the headline values.  ``show``, the checks and
+JUnit, the history, regression checks, ``compare``, ``export`` and the report read
+this one object (or the functions it is made of); the engine asks
+:mod:`.segments` for its stop rule.  Nothing here imports the engine, reads a
+profile from the installation, or touches a file.
+
+Modules: :mod:`.steady` (the PTS 2.0.2 criteria), :mod:`.segments` (segments,
+verdicts, a test's result), :mod:`.window` (window, per-point values, pooled
+percentiles, window means), :mod:`.headline` (the numbers history and regression
+checks compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..store import RunData, TestData
+from .headline import better_is_higher, headline, test_headline
+from .segments import last_segment, reached, segment_of, segment_verdicts, test_result
+from .steady import Verdict, evaluate
+from .window import (
+    PointMean,
+    point_means,
+    pooled_percentiles,
+    samples_needed,
+    spread,
+    value,
+    window,
+    window_records,
+)
+
+__all__ = [
+    "PointMean",
+    "RunAnalysis",
+    "TestAnalysis",
+    "Verdict",
+    "analyze_run",
+    "analyze_test",
+    "better_is_higher",
+    "evaluate",
+    "headline",
+    "last_segment",
+    "point_means",
+    "pooled_percentiles",
+    "reached",
+    "samples_needed",
+    "segment_of",
+    "segment_verdicts",
+    "spread",
+    "test_headline",
+    "test_result",
+    "value",
+    "window",
+    "window_records",
+]
+
+
+@dataclass(frozen=True)
+class TestAnalysis:
+    """One test of a stored run, analysed."""
+
+    name: str
+    kind: str  # steady | saturation | fixed
+    finished: bool
+    rounds: int
+    segments: tuple[int, ...]
+    verdicts: Mapping[str, Verdict]  # per tracking variable, over the last segment
+    steady: bool | None  # None for tests without a steady-state rule
+    window: tuple[int, ...]  # the measurement window's round numbers
+    records: tuple[Mapping[str, Any], ...]  # the window's round records
+    means: Mapping[tuple[int, int], PointMean]  # (bs, read %) -> window means
+    headline: Mapping[str, float]
+
+    @property
+    def steady_window(self) -> tuple[int, ...]:
+        """The rounds in which steady state was reached; empty when it was not."""
+        return self.window if self.steady else ()
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    tests: tuple[TestAnalysis, ...]
+
+    def test(self, name: str) -> TestAnalysis:
+        for t in self.tests:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    @property
+    def headline(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for t in self.tests:
+            out.update(t.headline)
+        return out
+
+
+def analyze_test(t: TestData) -> TestAnalysis:
+    kind = str(t.plan.get("kind", "steady"))
+    verdicts = segment_verdicts(t.plan, t.rounds)
+    win = window(t)
+    records = tuple(window_records(t.rounds, win))
+    return TestAnalysis(
+        name=t.name,
+        kind=kind,
+        finished=t.finished,
+        rounds=len(t.rounds),
+        segments=tuple(sorted({segment_of(r) for r in t.rounds})),
+        verdicts=verdicts,
+        steady=reached(verdicts) if kind == "steady" else None,
+        window=win,
+        records=records,
+        means=point_means(records),
+        headline=test_headline(t),
+    )
+
+
+def analyze_run(run: RunData) -> RunAnalysis:
+    return RunAnalysis(tuple(analyze_test(t) for t in run.tests))

@@ -1,0 +1,108 @@
+"""Segments and steady-state verdicts of a test's stored rounds (pure).
+
+A test's rounds form one or more *segments*: a resumed test that was idle too long
+is preconditioned again and starts a new one, so that no steady-state window spans
+a gap the drive could recover in (docs/resume.md).  Verdicts are always taken over
+one segment: the last, unless another is named.  The engine's stop rule and every
+reader of a stored run use these functions, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .steady import Verdict, evaluate
+
+
+def segment_of(record: Mapping[str, Any]) -> int:
+    """The segment a round record belongs to (1 when the record does not say)."""
+    return int(record.get("segment", 1))
+
+
+def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rounds of the last segment (a resumed test may begin a new one)."""
+    if not rounds:
+        return []
+    return segment_rounds(rounds, max(segment_of(r) for r in rounds))
+
+
+def segment_rounds(rounds: Sequence[Mapping[str, Any]], segment: int) -> list[Mapping[str, Any]]:
+    return [r for r in rounds if segment_of(r) == segment]
+
+
+def segment_verdicts(
+    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], segment: int | None = None
+) -> dict[str, Verdict]:
+    """Steady-state verdict per tracking variable over one segment's rounds
+    (the last segment by default; an empty segment has no verdict)."""
+    seg = last_segment(rounds) if segment is None else segment_rounds(rounds, segment)
+    if not seg:
+        return {}
+    lim = plan.get("rounds", {})
+    out = {}
+    for label in plan.get("tracking", []):
+        values = [float(r["tracking"][label]) for r in seg if label in r.get("tracking", {})]
+        if not values or any(not math.isfinite(v) for v in values):
+            continue
+        out[label] = evaluate(
+            values,
+            window=int(lim.get("window", 5)),
+            max_excursion=float(lim.get("max_excursion", 0.2)),
+            max_slope_excursion=float(lim.get("max_slope_excursion", 0.1)),
+            first_round=int(seg[0]["round"]),
+        )
+    return out
+
+
+def reached(verdicts: Mapping[str, Verdict]) -> bool:
+    """Steady state: every tracking variable holds (and there is one)."""
+    return bool(verdicts) and all(v.reached for v in verdicts.values())
+
+
+def test_result(
+    plan: Mapping[str, Any],
+    rounds: Sequence[Mapping[str, Any]],
+    capacity: int,
+    segment: int = 1,
+    total_written: int | None = None,
+    segment_rounds_run: int | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """A finished test's result.json: its verdicts and a one-line summary."""
+    verdicts = segment_verdicts(plan, rounds, segment if segment_rounds_run else None)
+    kind = plan["kind"]
+    steady = reached(verdicts)
+    if total_written is None:
+        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
+    if kind == "steady":
+        window = list(next(iter(verdicts.values())).rounds) if steady else []
+        summary = (
+            f"steady state reached in rounds {window[0]}-{window[-1]}"
+            if steady
+            else f"steady state NOT reached after {len(rounds)} rounds"
+        )
+    elif kind == "saturation":
+        window = []
+        summary = f"{len(rounds)} rounds, {total_written / capacity:.2f}x capacity written"
+    else:
+        window = [int(r["round"]) for r in rounds]
+        summary = f"{len(rounds)} repetition(s)"
+    result = {
+        "test": plan["name"],
+        "kind": kind,
+        "status": "complete",
+        "steady_state": steady if kind == "steady" else None,
+        "rounds": len(rounds),
+        "segment": segment,
+        "window": window,
+        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+        "total_written_bytes": total_written,
+        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
+        "summary": summary,
+    }
+    if stop_reason is not None:
+        result["stop_reason"] = stop_reason
+    return result
