@@ -443,3 +443,39 @@ def test_a_failing_fio_job_fails_the_run_and_keeps_what_fio_printed(tmp_path: Pa
     assert [r for r, _ in rounds_of(run, "iops")] == [1]  # the failed round is not a round
     (kept,) = (out / "tests/iops/failed").glob("round-0002-*.out")
     assert '"fio version": "fio-3.33"' in kept.read_text()
+
+
+# --------------------------------------------------------------------------- the fake itself
+
+KEPT = Path(__file__).parent / "data" / "rundirs" / "file-a" / "tests"
+
+
+def _doc(text: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(text[text.index("{") :])
+    return doc
+
+
+@pytest.mark.parametrize(("test", "json_plus"), [("iops", False), ("latency", True)])
+def test_the_fake_answers_a_kept_job_file_as_fio_3_33_did(
+    tmp_path: Path, test: str, json_plus: bool
+) -> None:
+    """Same document layout as the real fio 3.33 output kept beside the job file."""
+    job = tmp_path / "job.fio"
+    job.write_text((KEPT / test / "rounds" / "0001.fio").read_text())
+    real = _doc((KEPT / test / "rounds" / "0001.out").read_text())
+    fake = FakeFio(STEADY)
+    fake.round = 1
+    run = fake.run(job, tmp_path, json_plus=json_plus, timeout=60)
+    mine = _doc(run.stdout)
+    assert set(mine) == set(real)
+    assert [j["jobname"] for j in mine["jobs"]] == [j["jobname"] for j in real["jobs"]]
+    for m, r in zip(mine["jobs"], real["jobs"], strict=True):
+        assert set(m) == set(r)
+        assert m["job options"] == r["job options"]
+        for d in ("read", "write", "trim"):
+            assert set(m[d]) == set(r[d]), d
+            for lat in ("slat_ns", "clat_ns", "lat_ns"):
+                assert set(m[d][lat]) == set(r[d][lat]), (d, lat)
+            assert (m[d]["io_bytes"] > 0) == (r[d]["io_bytes"] > 0), d
+    assert run.output is not None and len(run.output.jobs) == len(real["jobs"])
+    assert "Saving output of prerun" in run.stdout.split("{", 1)[0]
