@@ -15,6 +15,8 @@ from tkbench import analysis, cli
 from tkbench.report import build_report
 from tkbench.store import load_run
 
+pytestmark = pytest.mark.fio
+
 ONLY_IOPS = [
     "tests.iops.rounds.max=3",
     "tests.iops.rounds.window=3",

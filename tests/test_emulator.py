@@ -414,6 +414,7 @@ def test_data_store() -> None:
 # real nbdkit, real fio
 
 
+@pytest.mark.fio
 def test_fio_verify_and_nbd_readback(emu: Any) -> None:
     e = emu("16M")
     job = fio(
@@ -447,6 +448,7 @@ def test_fio_verify_and_nbd_readback(emu: Any) -> None:
         assert back[2 * PAGE :] == payload[2 * PAGE - 7 : 3 * PAGE - 7]
 
 
+@pytest.mark.fio
 def test_fresh_is_faster_than_after_sustained_random_writes_and_purge_restores(emu: Any) -> None:
     e = emu("16M")
     fresh = iops(fio(e.uri, "randwrite", runtime="700ms"))
@@ -461,6 +463,7 @@ def test_fresh_is_faster_than_after_sustained_random_writes_and_purge_restores(e
     assert stats["write_amplification"] > 1.5
 
 
+@pytest.mark.fio
 def test_sequential_writes_degrade_far_less_than_random(emu: Any) -> None:
     e = emu("16M")
     fresh = iops(fio(e.uri, "write", runtime="500ms", numjobs=1, iodepth=16))
@@ -471,6 +474,7 @@ def test_sequential_writes_degrade_far_less_than_random(emu: Any) -> None:
     assert stats["write_amplification"] < 1.05, stats
 
 
+@pytest.mark.fio
 def test_idle_time_recovers_part_of_the_performance(emu: Any) -> None:
     # Much spare flash and costly erases make the recovered pool (and the
     # difference GC makes) large against a 0.4 s measurement; idle_ms=500
@@ -492,6 +496,7 @@ def test_idle_time_recovers_part_of_the_performance(emu: Any) -> None:
     assert rested > 1.3 * busy, (busy, rested)
 
 
+@pytest.mark.fio
 def test_queue_depth_block_size_and_direction(emu: Any) -> None:
     e = emu("16M", max_mbps=80)
     fio(e.uri, "write", "128k", runtime=None, numjobs=1, io_size="16M")
@@ -509,6 +514,7 @@ def test_queue_depth_block_size_and_direction(emu: Any) -> None:
     assert small_bw < big_bw <= 80 * 1.05  # small blocks cost more; ceiling holds
 
 
+@pytest.mark.fio
 def test_injected_error_after(emu: Any) -> None:
     e = emu("16M", error_after=0.3)
     job = fio(e.uri, "randwrite", runtime="1s", check=False)
@@ -517,6 +523,7 @@ def test_injected_error_after(emu: Any) -> None:
     assert "injected I/O error" in e.log_tail()
 
 
+@pytest.mark.fio
 def test_injected_error_on_a_range(emu: Any) -> None:
     e = emu("16M", error_range="8M:64k")
     ok = fio(e.uri, "write", "64k", runtime=None, numjobs=1, extra=("--size=8M",))
@@ -527,6 +534,7 @@ def test_injected_error_on_a_range(emu: Any) -> None:
         c.pread(8 * MIB + 4096, 512)
 
 
+@pytest.mark.fio
 def test_injected_latency_spikes(emu: Any) -> None:
     e = emu("16M", spike_every_ms=200, spike_ms=60)
     job = fio(e.uri, "randread", runtime="1s")
@@ -537,6 +545,7 @@ def test_injected_latency_spikes(emu: Any) -> None:
     assert stop_and_stats(e)["injected_spikes"] >= 3
 
 
+@pytest.mark.fio
 def test_injected_disconnect(emu: Any) -> None:
     e = emu("16M", disconnect_after=0.4)
     t0 = time.monotonic()

@@ -59,6 +59,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
     return proc.returncode, out + err
 
 
+@pytest.mark.fio
 def test_nightly_script_interrupted_resumed_and_run_again(tmp_path: Path) -> None:
     args = ("--size", "16M", "--no-report", *SMALL)
     # night 1, stopped after its first round by a signal to the script alone

@@ -14,6 +14,8 @@ from tests._helpers import FAST, TWO_IOPS_ROUNDS
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
 
+pytestmark = pytest.mark.fio
+
 
 def _free_port() -> int:
     with socket.socket() as s:

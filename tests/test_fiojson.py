@@ -507,12 +507,11 @@ def test_combine_single_and_idle_entries() -> None:
 
 @pytest.fixture
 def fio_binary() -> str:
-    path = shutil.which("fio")
-    if path is None:
-        pytest.skip("fio is not installed")
-    return path
+    # the fio marker fails these tests (never skips them) when fio is missing
+    return shutil.which("fio") or "fio"
 
 
+@pytest.mark.fio
 def test_real_fio_jsonplus(fio_binary: str, tmp_path: Path) -> None:
     argv = [
         fio_binary,
@@ -553,6 +552,7 @@ def _same_bucket(a: float, b: float) -> bool:
     return abs(_reference_index(int(a)) - _reference_index(int(b))) <= 1
 
 
+@pytest.mark.fio
 def test_real_fio_status_interval_documents(fio_binary: str, tmp_path: Path) -> None:
     argv = [
         fio_binary,

@@ -16,6 +16,8 @@ import pytest
 from tests._helpers import FAST
 from tkbench.store import load_run
 
+pytestmark = pytest.mark.fio
+
 OVERRIDES = [
     *FAST,
     "tests.iops.rounds.max_excursion=0.000001",

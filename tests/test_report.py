@@ -201,6 +201,7 @@ def synthetic_report(synthetic_run: Path) -> Rendered:
 # --------------------------------------------------------------------------- a real run
 
 
+@pytest.mark.fio
 def test_real_report_headline_numbers_match_the_records(
     real_run: Path, real_report: Rendered
 ) -> None:
@@ -216,6 +217,7 @@ def test_real_report_headline_numbers_match_the_records(
     assert "MB/s" in summary and "IOPS" in summary and re.search(r"\bms\b", summary)
 
 
+@pytest.mark.fio
 def test_real_report_states_steady_state_and_its_rounds(real_report: Rendered) -> None:
     flat = real_report.flat
     assert "IOPS STEADY STATE" in flat
@@ -228,6 +230,7 @@ def test_real_report_states_steady_state_and_its_rounds(real_report: Rendered) -
     assert "Measurement window: rounds 1–5" in flat
 
 
+@pytest.mark.fio
 def test_real_report_has_setup_procedure_and_contents(real_report: Rendered) -> None:
     flat = real_report.flat
     for text in (
@@ -254,6 +257,7 @@ def test_real_report_has_setup_procedure_and_contents(real_report: Rendered) -> 
         assert f"Page {i} of {n}" in page
 
 
+@pytest.mark.fio
 def test_real_report_fonts_embedded_and_pages_rasterise(
     real_report: Rendered, tmp_path: Path
 ) -> None:
@@ -271,6 +275,7 @@ def test_real_report_fonts_embedded_and_pages_rasterise(
     assert all(p.stat().st_size > 200 for p in pngs)
 
 
+@pytest.mark.fio
 def test_real_report_html_is_written_beside_and_self_contained(
     real_run: Path, real_report: Rendered
 ) -> None:
@@ -283,6 +288,7 @@ def test_real_report_html_is_written_beside_and_self_contained(
     assert page_size(real_report.pdf) == pytest.approx((595.28, 841.89), abs=0.1)  # A4
 
 
+@pytest.mark.fio
 def test_report_needs_only_the_records(real_run: Path, tmp_path: Path) -> None:
     """No raw fio output, no job file: the report is computed from the JSON records."""
     run = copy_run(real_run, tmp_path / "run")
@@ -296,6 +302,7 @@ def test_report_needs_only_the_records(real_run: Path, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- safety
 
 
+@pytest.mark.fio
 def test_hostile_strings_are_text_and_load_nothing(
     real_run: Path, tmp_path: Path, fetchers: list[RecordingFetcher]
 ) -> None:
@@ -352,6 +359,7 @@ def test_url_fetcher_serves_only_registered_assets() -> None:
     assert len(fetcher.rejected) == 4
 
 
+@pytest.mark.fio
 def test_bad_inputs_are_one_line_errors(real_run: Path, tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="no such run directory"):
         build_report(tmp_path / "missing", tmp_path / "r.pdf")
@@ -372,6 +380,7 @@ def test_bad_inputs_are_one_line_errors(real_run: Path, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- partial runs
 
 
+@pytest.mark.fio
 def test_interrupted_run_on_the_emulator_is_marked(real_run: Path, tmp_path: Path) -> None:
     run = copy_run(real_run, tmp_path / "run")
     (run / "tests" / "wsat" / "result.json").unlink()
@@ -391,6 +400,7 @@ def test_interrupted_run_on_the_emulator_is_marked(real_run: Path, tmp_path: Pat
     assert f"INTERRUPTED before the test finished; {n} complete round" in rep.flat
 
 
+@pytest.mark.fio
 def test_failed_run_reports_what_it_has(real_run: Path, tmp_path: Path) -> None:
     run = copy_run(real_run, tmp_path / "run")
     (run / "tests" / "latency" / "result.json").unlink()
@@ -515,6 +525,7 @@ def signed(delta: float) -> str:
     return f"{delta:+.1f} %".replace("-", "\u2212")
 
 
+@pytest.mark.fio
 def test_comparison_pdf_of_a_real_and_a_synthetic_run(
     real_run: Path, synthetic_run: Path, tmp_path: Path
 ) -> None:
@@ -546,6 +557,7 @@ def test_comparison_pdf_of_a_real_and_a_synthetic_run(
         assert caption in flat
 
 
+@pytest.mark.fio
 def test_comparison_overlays_every_run_and_shows_the_deltas(real_run: Path, tmp_path: Path) -> None:
     """Run 2 is run 1 with every IOPS and MB/s value ×1.25: every delta is +25.0 %, and
     the convergence figure draws both runs in their colours."""
@@ -591,6 +603,7 @@ def test_comparison_overlays_every_run_and_shows_the_deltas(real_run: Path, tmp_
     assert 'class="delta worse"' not in iops_table
 
 
+@pytest.mark.fio
 def test_comparison_of_many_runs_fits_the_page(real_run: Path, tmp_path: Path) -> None:
     """Eight runs (TKperf's compare stopped at seven): every value of every run is printed,
     in tables of run 1 and at most four others."""
@@ -623,6 +636,7 @@ def test_comparison_column_groups() -> None:
     ]
 
 
+@pytest.mark.fio
 def test_real_report_checks_littles_law_from_the_records(
     real_run: Path, real_report: Rendered
 ) -> None:

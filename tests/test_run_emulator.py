@@ -14,6 +14,8 @@ import pytest
 from tests._helpers import sets
 from tkbench.store import load_run
 
+pytestmark = pytest.mark.fio
+
 TK = [sys.executable, "-m", "tkbench"]
 
 

@@ -33,6 +33,7 @@ def _run(
     return start(req)
 
 
+@pytest.mark.fio
 def test_iops_run_stores_every_round_and_stops_at_steady_state(tmp_path: Path) -> None:
     # a loose excursion limit makes steady state certain after exactly `window` rounds
     out, manifest = _run(
@@ -75,6 +76,7 @@ def test_iops_run_stores_every_round_and_stops_at_steady_state(tmp_path: Path) -
     assert not (out / ".scratch").exists()
 
 
+@pytest.mark.fio
 def test_tight_limits_run_to_the_round_limit(tmp_path: Path) -> None:
     out, _ = _run(
         tmp_path,
@@ -94,6 +96,7 @@ def test_tight_limits_run_to_the_round_limit(tmp_path: Path) -> None:
     assert sum(p["read"]["bins_ns"].values()) > 0
 
 
+@pytest.mark.fio
 def test_write_saturation_stops_at_written_multiple(tmp_path: Path) -> None:
     out, _ = _run(
         tmp_path,
@@ -113,6 +116,7 @@ def test_write_saturation_stops_at_written_multiple(tmp_path: Path) -> None:
     assert t.purge is not None and t.precondition is None
 
 
+@pytest.mark.fio
 def test_interrupt_and_resume_continue_the_rounds(tmp_path: Path) -> None:
     overrides = [
         "tests.iops.rounds.max_excursion=0.000001",
@@ -142,6 +146,7 @@ def test_interrupt_and_resume_continue_the_rounds(tmp_path: Path) -> None:
     assert manifest["resumes"][0]["action"] == "continue"
 
 
+@pytest.mark.fio
 def test_resume_after_a_long_gap_starts_a_new_segment(tmp_path: Path) -> None:
     overrides = [
         "tests.iops.rounds.max_excursion=9",
@@ -166,6 +171,7 @@ def test_resume_after_a_long_gap_starts_a_new_segment(tmp_path: Path) -> None:
     assert t.result is not None and t.result["window"] == [2, 3]
 
 
+@pytest.mark.fio
 def test_cli_run_json_and_show_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = [
         "run",
@@ -196,6 +202,7 @@ def test_cli_run_json_and_show_json(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "IOPS (iops): 2 round(s)" in capsys.readouterr().out
 
 
+@pytest.mark.fio
 def test_summary_of_synthetic_records_matches(tmp_path: Path) -> None:
     out, _ = _run(tmp_path, TWO_IOPS_ROUNDS)
     s = run_summary(load_run(out))
@@ -204,6 +211,7 @@ def test_summary_of_synthetic_records_matches(tmp_path: Path) -> None:
     assert t["tracking"]["iops 64k 65/35"] == [r["tracking"]["iops 64k 65/35"] for r in rounds]
 
 
+@pytest.mark.fio
 def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     args = [
@@ -233,6 +241,7 @@ def test_two_runs_cannot_claim_one_run_directory(tmp_path: Path) -> None:
         RunStore.create(tmp_path / "r", {"status": "running"})
 
 
+@pytest.mark.fio
 def test_resume_of_a_test_whose_rounds_were_complete_only_writes_its_result(
     tmp_path: Path,
 ) -> None:

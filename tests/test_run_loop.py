@@ -54,6 +54,7 @@ def _one_line_error(err: str) -> str:
     return lines[0]
 
 
+@pytest.mark.fio
 def test_block_device_needs_confirm_with_its_kernel_name(
     loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,6 +85,7 @@ def test_block_device_needs_confirm_with_its_kernel_name(
     assert "no SMART data for loop devices" in t.health_before["notes"]
 
 
+@pytest.mark.fio
 def test_a_purge_method_the_device_cannot_do_is_refused_before_anything(
     loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,6 +101,7 @@ def test_a_purge_method_the_device_cannot_do_is_refused_before_anything(
     assert _digest(loopdev) == before
 
 
+@pytest.mark.fio
 def test_a_failing_purge_marks_the_run_failed(
     loopdev: str,
     tmp_path: Path,
@@ -125,6 +128,7 @@ def test_a_failing_purge_marks_the_run_failed(
     assert run.test("iops").rounds == []
 
 
+@pytest.mark.fio
 def test_formatted_device_needs_force_and_mounted_is_always_refused(
     loopdev: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

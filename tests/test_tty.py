@@ -13,6 +13,8 @@ import pytest
 from tests._helpers import FAST
 from tkbench.store import load_run
 
+pytestmark = pytest.mark.fio
+
 
 @pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) from bsdutils")
 def test_run_on_a_terminal_shows_bars_and_finishes(tmp_path: Path) -> None:
