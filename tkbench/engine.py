@@ -30,7 +30,13 @@ from typing import Any, Protocol
 
 from . import __version__, jobfile
 from .analysis import steady
-from .analysis.segments import reached, segment_rounds, segment_verdicts, test_result
+from .analysis.segments import (
+    reached,
+    segment_of,
+    segment_rounds,
+    segment_verdicts,
+    test_result,
+)
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
 from .results import summarize_round, tracking_values, written_bytes
@@ -197,8 +203,16 @@ class Engine:
         resumed = existing is not None
         if resumed:
             assert existing is not None
+            # judged as of the last round: the idle time since then is no test time
             reason = (
-                self._stop_reason(test, rounds, segment, _written(rounds), _started(rounds))
+                self._stop_reason(
+                    test,
+                    rounds,
+                    segment,
+                    _written(rounds),
+                    _started(rounds),
+                    now=float(rounds[-1].get("ended", 0.0)),
+                )
                 if rounds
                 else None
             )
@@ -445,7 +459,9 @@ class Engine:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
         tkbench was stopped) lets the drive recover: start a new segment, after
         preconditioning again, so no steady-state window spans the gap."""
-        if not rounds or test.spec.kind != "steady":
+        if not rounds or test.spec.kind != "steady" or segment_of(rounds[-1]) != segment:
+            # no rounds, or a segment a resume has just begun (after preconditioning
+            # again): the gap before it is already dealt with
             return segment
         gap = time.time() - float(rounds[-1].get("ended", time.time()))
         if gap <= max(self.options.resume_gap, IDLE_GAP_MIN):
@@ -477,16 +493,18 @@ class Engine:
         segment: int,
         total_written: int,
         started: float,
+        now: float | None = None,
     ) -> str | None:
         """Why the test stops now (recorded in its result), or None to run a round."""
         spec = test.spec
+        now = time.time() if now is None else now
         if spec.kind == "fixed":
             return f"{spec.repeat} repetition(s) done" if len(rounds) >= spec.repeat else None
         if spec.kind == "saturation":
             limit = spec.stop_written_multiple * self.target.capacity
             if rounds and total_written >= limit:
                 return f"{spec.stop_written_multiple:g}x the capacity written"
-            if time.time() - started >= spec.max_duration:
+            if now - started >= spec.max_duration:
                 return f"time limit of {spec.max_duration:g} s reached"
             return None
         # the round limit applies per segment: a new segment starts a new series;

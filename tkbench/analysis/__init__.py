@@ -79,8 +79,11 @@ class TestAnalysis:
 
     @property
     def steady_window(self) -> tuple[int, ...]:
-        """The rounds in which steady state was reached; empty when it was not."""
-        return self.window if self.steady else ()
+        """The rounds in which every tracking variable met the criteria; empty when they
+        did not (a write-saturation test with tracking variables can have one too)."""
+        if not reached(self.verdicts):
+            return ()
+        return next(iter(self.verdicts.values())).rounds
 
 
 @dataclass(frozen=True)
