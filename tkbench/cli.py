@@ -267,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_devices)
 
     _register_optional(sub)
+    from . import cli_tools
+
+    cli_tools.register(sub)
     return ap
 
 
@@ -371,8 +374,10 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .doctor import require_report_stack
     from .runs import demo
 
+    require_report_stack()
     out, _ = _with_progress(
         lambda progress: demo(
             args.out,
@@ -397,6 +402,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .store import load_run
     from .summary import run_summary
 
+    if not args.no_report:
+        from .doctor import require_report_stack
+
+        require_report_stack()  # before anything is touched, not after a day of fio
     req = RunRequest(
         profile=args.profile,
         target=args.target,
