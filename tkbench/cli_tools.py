@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .clisupport import info
 from .errors import EXIT_DEVICE
 
 
@@ -73,5 +74,5 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 f"{', '.join(f.name for f in bad)}\n"
             )
         else:
-            sys.stderr.write(f"doctor: everything {what} needs is here\n")
+            info(f"doctor: everything {what} needs is here")
     return EXIT_DEVICE if bad else 0
