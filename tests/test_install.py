@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,15 @@ def test_a_non_editable_install_finds_its_profiles_and_templates(tmp_path: Path)
         cwd=tmp_path,
     )
     (wheel,) = wheels.glob("tkbench-*.whl")
+    import tkbench
+
+    assert wheel.name.startswith(f"tkbench-{tkbench.__version__}-")
+    with zipfile.ZipFile(wheel) as zf:
+        meta = zf.read(f"tkbench-{tkbench.__version__}.dist-info/METADATA").decode()
+        names = zf.namelist()
+    assert "License-Expression: GPL-2.0-or-later" in meta.splitlines()
+    assert f"tkbench-{tkbench.__version__}.dist-info/licenses/LICENSE" in names
+    assert "scipy" not in meta and "Requires-Dist: weasyprint>=68" in meta.splitlines()
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), wheel],

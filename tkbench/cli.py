@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -417,7 +418,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if pdf is not None:
         print(f"Report: {pdf.resolve()}")
         print(f"        {pdf.with_suffix('.html').resolve()}")
-    print(f"Summary: .venv/bin/tkbench show {out}")
+    print(f"Summary: {clisupport.command_name()} show {shlex.quote(str(out))}")
     return 0
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shlex
+import shutil
 import sys
 import time
 import traceback
@@ -66,6 +68,20 @@ class WatchedProgress:
         if close is not None and not self.broken:
             with contextlib.suppress(BrokenPipeError):
                 close()
+
+
+def command_name(argv0: str | None = None) -> str:
+    """How the user should type tkbench: ``tkbench`` when that is on PATH and is this
+    very program, else the path this process was started by (``.venv/bin/tkbench``),
+    or ``python -m tkbench`` with this interpreter."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0 == "-c" or os.path.basename(argv0) == "__main__.py":
+        return f"{shlex.quote(sys.executable)} -m tkbench"
+    on_path = shutil.which("tkbench")
+    me = shutil.which(argv0) if os.sep not in argv0 else argv0
+    if on_path and me and os.path.realpath(on_path) == os.path.realpath(me):
+        return "tkbench"
+    return shlex.quote(argv0 if os.sep in argv0 else (me or argv0))
 
 
 def _reader_gone(stream: Any) -> bool:
