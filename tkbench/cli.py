@@ -252,16 +252,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
-        "profiles",
-        help="list the profiles: name, where it comes from (user, system, bundled), description",
-        description="Profiles are looked up by name in $XDG_CONFIG_HOME/tkbench/profiles "
-        "(default ~/.config/tkbench/profiles, 'user'), then /etc/tkbench/profiles ('system'), "
-        "then those bundled with tkbench; the first match wins.",
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable output, with paths")
-    p.set_defaults(func=cmd_profiles)
-
-    p = sub.add_parser(
         "devices",
         help="list block devices, the ID to confirm each with, and why any would be refused",
     )
@@ -311,34 +301,6 @@ def _register_optional(sub: Any) -> None:
 
 
 # ----------------------------------------------------------------------------- commands
-
-
-def cmd_profiles(args: argparse.Namespace) -> int:
-    rows = []
-    bad = 0
-    for entry in profilemod.catalogue():
-        try:
-            description = profilemod.load(str(entry.path)).description
-        except TkbenchError as exc:
-            description, bad = f"INVALID: {exc}", bad + 1
-        rows.append((entry, description))
-    if args.json:
-        data = [
-            {
-                "name": e.name,
-                "origin": e.origin,
-                "path": str(e.path),
-                "shadows": list(e.shadows),
-                "description": d,
-            }
-            for e, d in rows
-        ]
-        print(json.dumps(data, indent=1))
-    else:
-        for e, d in rows:
-            hides = f" (hides {', '.join(e.shadows)})" if e.shadows else ""
-            print(f"{e.name:<12} {e.origin + hides:<9} {d}")
-    return EXIT_BAD_INPUT if bad else 0
 
 
 def cmd_devices(args: argparse.Namespace) -> int:

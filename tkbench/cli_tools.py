@@ -1,4 +1,4 @@
-"""``tkbench doctor`` and ``tkbench export``: the command-line side (formatting only).
+"""``tkbench profiles``, ``doctor`` and ``export``: the command-line side (formatting only).
 
 The work is done by :mod:`tkbench.doctor` and :mod:`tkbench.export`.
 """
@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from .clisupport import info
-from .errors import EXIT_DEVICE
+from .errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
 
 
 def register(sub: Any) -> None:
     from . import doctor
+
+    p = sub.add_parser(
+        "profiles",
+        help="list the profiles: name, where it comes from (user, system, bundled), description",
+        description="Profiles are looked up by name in $XDG_CONFIG_HOME/tkbench/profiles "
+        "(default ~/.config/tkbench/profiles, 'user'), then /etc/tkbench/profiles ('system'), "
+        "then those bundled with tkbench; the first match wins.",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output, with paths")
+    p.set_defaults(func=cmd_profiles)
 
     p = sub.add_parser(
         "doctor",
@@ -67,6 +77,36 @@ def register(sub: Any) -> None:
         "--out", type=Path, metavar="FILE", help="write to FILE instead of standard output"
     )
     p.set_defaults(func=cmd_export)
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from . import profile
+
+    rows = []
+    bad = 0
+    for entry in profile.catalogue():
+        try:
+            description = profile.load(str(entry.path)).description
+        except TkbenchError as exc:
+            description, bad = f"INVALID: {exc}", bad + 1
+        rows.append((entry, description))
+    if args.json:
+        data = [
+            {
+                "name": e.name,
+                "origin": e.origin,
+                "path": str(e.path),
+                "shadows": list(e.shadows),
+                "description": d,
+            }
+            for e, d in rows
+        ]
+        print(json.dumps(data, indent=1))
+    else:
+        for e, d in rows:
+            hides = f" (hides {', '.join(e.shadows)})" if e.shadows else ""
+            print(f"{e.name:<12} {e.origin + hides:<9} {d}")
+    return EXIT_BAD_INPUT if bad else 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
