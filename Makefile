@@ -8,7 +8,10 @@ DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 
-.PHONY: deps debs venv demo test lint typecheck pytest bench clean
+PREFIX ?= /usr/local
+GEN := XDG_CONFIG_HOME=/nonexistent $(BIN)/python -m tkbench.docgen
+
+.PHONY: deps debs venv demo test lint typecheck pytest bench clean man install uninstall
 
 deps: debs venv
 
@@ -50,5 +53,25 @@ bench: deps
 	$(BIN)/python benchmarks/round_overhead.py
 	$(BIN)/python benchmarks/report_render.py
 
+# The man page and shell completions, generated from the argparse parser (tkbench/docgen.py).
+man: venv
+	mkdir -p build
+	$(GEN) man >build/tkbench.1
+	$(GEN) bash >build/tkbench.bash
+	$(GEN) zsh >build/_tkbench
+
+# tkbench on PATH (a link to this checkout's virtualenv), its man page and completions.
+install: man
+	install -Dm644 build/tkbench.1 $(DESTDIR)$(PREFIX)/share/man/man1/tkbench.1
+	install -Dm644 build/tkbench.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tkbench
+	install -Dm644 build/_tkbench $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tkbench
+	install -d $(DESTDIR)$(PREFIX)/bin
+	ln -sfn $(CURDIR)/$(BIN)/tkbench $(DESTDIR)$(PREFIX)/bin/tkbench
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tkbench $(DESTDIR)$(PREFIX)/share/man/man1/tkbench.1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tkbench \
+	    $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tkbench
+
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_DIR) build .pytest_cache .mypy_cache .ruff_cache

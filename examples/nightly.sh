@@ -22,7 +22,7 @@
 #     to RUN/junit.xml for the CI server, and the PDF report to RUN/report.pdf;
 #   * the exit code is tkbench's: 0 passed, 1 a check or regression failed,
 #     2 bad input, 3 refused by a safety check, 4 device or fio failure,
-#     130 interrupted (run the script again to resume).
+#     5 internal error, 130 interrupted (run the script again to resume).
 #
 # crontab line for 01:30 every night:
 #   30 1 * * *  CONFIRM=S6XYNA0W123456 /opt/tkbench/examples/nightly.sh /dev/nvme1n1 /srv/qual >>/srv/qual/nightly.log 2>&1
@@ -88,6 +88,7 @@ case $code in
     2) verdict="bad input" ;;
     3) verdict="refused by a safety check" ;;
     4) verdict="device or fio failure" ;;
+    5) verdict="internal error in tkbench (traceback in the run's events.log)" ;;
     130) verdict="interrupted; run this script again to resume" ;;
     *) verdict="unexpected exit code" ;;
 esac

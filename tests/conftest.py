@@ -32,3 +32,11 @@ def _private_history(
 ) -> None:
     """Runs made by tests are indexed in a throw-away history, never the user's."""
     monkeypatch.setenv("TKBENCH_HISTORY", str(tmp_path_factory.getbasetemp() / "history.sqlite"))
+
+
+@pytest.fixture(autouse=True)
+def _private_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's own profiles (~/.config/tkbench/profiles) never shadow the bundled ones."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import os
+import re
 import shutil
 from pathlib import Path
 
@@ -42,20 +43,16 @@ G4 = "fio-3.33_refused-mounted_text-prefix_zero-io_generated.json"
 ALL_FIXTURES = [F214, F29, F217, F37, F316, F319, F333_ERR, F338, G1, G2, G3, G4]
 
 
+FIXTURES = Path(__file__).resolve().parent / "data" / "fio-json"
+
+
 def fixture_dir() -> Path:
-    env = os.environ.get("TKBENCH_FIXTURES")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "fio-json"
+    return FIXTURES
 
 
 def fixture_text(name: str) -> str:
     path = fixture_dir() / name
-    if not path.is_file():
-        pytest.fail(
-            f"fio JSON fixture {path} is missing: check out 'shared/' beside the repository "
-            "or set TKBENCH_FIXTURES to the fio-json fixture directory"
-        )
+    assert path.is_file(), f"fio JSON fixture {path} is missing from the checkout"
     return path.read_bytes().decode("utf-8")  # bytes: keep fio's "\r" as they are
 
 
@@ -72,11 +69,20 @@ def one_line(message: str) -> bool:
 
 def test_fixture_directory_exists() -> None:
     directory = fixture_dir()
-    assert directory.is_dir(), (
-        f"fixture directory {directory} not found (set TKBENCH_FIXTURES to override)"
-    )
+    assert directory.is_dir(), f"fixture directory {directory} not found"
     present = {p.name for p in directory.glob("*.json")}
     assert set(ALL_FIXTURES) <= present
+
+
+def test_fixtures_are_byte_for_byte_as_provenance_says() -> None:
+    """Each upstream fixture's sha256 is the one PROVENANCE.md records."""
+    text = (fixture_dir() / "PROVENANCE.md").read_text(encoding="utf-8")
+    recorded = dict(
+        re.findall(r"^## \d+\. (\S+\.json)\n(?:.*\n)*?.*sha256 `([0-9a-f]{64})`", text, re.M)
+    )
+    assert len(recorded) >= 8
+    for name, digest in recorded.items():
+        assert hashlib.sha256((fixture_dir() / name).read_bytes()).hexdigest() == digest, name
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)

@@ -130,6 +130,14 @@ def whole(value: float) -> str:
     return f"{value:.{decimals}f}"
 
 
+def shown(value: float) -> str:
+    """How the report writes a measured value: whole from 1,000 up, else four
+    significant digits (746.4 MB/s on a busy machine, 1,502 MB/s on an idle one)."""
+    if value >= 1000:
+        return whole(value)
+    return f"{value:.{max(0, 3 - math.floor(math.log10(value)))}f}"
+
+
 def edit_manifest(run: Path, **fields: Any) -> None:
     path = run / "manifest.json"
     data = json.loads(path.read_text())
@@ -213,7 +221,7 @@ def test_real_report_headline_numbers_match_the_records(
     tput = rounds_of(real_run, "throughput")
     for read_pct in (100, 0):
         mbs = window_mean(tput, 131072, read_pct, "bw_bytes") / 1e6
-        assert whole(mbs) in summary
+        assert shown(mbs) in summary
     assert "MB/s" in summary and "IOPS" in summary and re.search(r"\bms\b", summary)
 
 

@@ -384,3 +384,18 @@ def test_littles_law_flags_a_starved_queue_and_impossible_numbers() -> None:
     assert warn
     assert "kept 125 % of the 16" in text and "disagree" in text and "4k 100/0" in text
     assert analysis.queue_check(_queue_plan(), []) == ("", False)
+
+
+def test_synthetic_normal_cdf_without_scipy() -> None:
+    import numpy as np
+
+    from tkbench.report.synthetic import latency_bins, normal_cdf
+
+    x = np.array([-1.0, 0.0, 1.959963984540054, -8.0, -40.0])
+    expected = [0.15865525393145707, 0.5, 0.975, 6.22096057427178e-16]
+    got = normal_cdf(x)
+    assert list(got[:4]) == pytest.approx(expected, rel=1e-14)
+    assert got[4] == 0.0  # below the smallest double
+    bins = latency_bins(80_000.0, 100_000, np.random.default_rng(0))
+    assert sum(bins.values()) == 100_000
+    assert 20_000 < min(bins) < 80_000 < max(bins) < 20_000_000

@@ -2,7 +2,7 @@
 
 Exit codes (docs/exit-codes.md): 0 done, 1 acceptance or regression check
 failed, 2 bad input, 3 refused by a safety check, 4 device/fio/tool failure,
-130 interrupted.
+5 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -18,12 +19,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import __version__
+from . import __version__, clisupport
 from . import plan as planmod
 from . import profile as profilemod
+from .clisupport import SESSION, info
 from .errors import (
     EXIT_BAD_INPUT,
-    EXIT_DEVICE,
     EXIT_FAILED_CHECK,
     EXIT_INTERRUPTED,
     InputError,
@@ -154,9 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="SNIA PTS-style SSD qualification with fio: purge, precondition, "
         "rounds to steady state, PDF report.",
         epilog="Exit codes: 0 done, 1 check failed, 2 bad input, 3 refused by a safety "
-        "check, 4 device or fio failure, 130 interrupted.",
+        "check, 4 device or fio failure, 5 internal error, 130 interrupted.",
     )
     ap.add_argument("--version", action="version", version=f"tkbench {__version__}")
+    _add_verbosity(ap, False)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("plan", help="print the exact plan, job files and duration; touch nothing")
@@ -308,9 +310,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("profiles", help="list the bundled profiles")
-    p.set_defaults(func=cmd_profiles)
-
     p = sub.add_parser(
         "devices",
         help="list block devices, the ID to confirm each with, and why any would be refused",
@@ -319,7 +318,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_devices)
 
     _register_optional(sub)
+    from . import cli_tools
+
+    cli_tools.register(sub)
+    for p in set(sub.choices.values()):
+        # also accepted after the command, unless it has options of those names
+        # (emulate --verbose: nbdkit's debug messages)
+        if not {"-v", "--verbose", "-q", "--quiet"} & set(p._option_string_actions):
+            _add_verbosity(p, argparse.SUPPRESS)
     return ap
+
+
+def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="show the traceback of an internal error",
+    )
+    g.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="no progress and no informational lines; errors, warnings and failed checks only",
+    )
 
 
 def _register_optional(sub: Any) -> None:
@@ -335,13 +360,6 @@ def _register_optional(sub: Any) -> None:
 
 
 # ----------------------------------------------------------------------------- commands
-
-
-def cmd_profiles(args: argparse.Namespace) -> int:
-    for name in profilemod.available():
-        prof = profilemod.load(name)
-        print(f"{name:<10} {prof.description}")
-    return 0
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -402,8 +420,10 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .doctor import require_report_stack
     from .runs import demo
 
+    require_report_stack()
     out, _ = _with_progress(
         lambda progress: demo(
             args.out,
@@ -419,7 +439,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if pdf is not None:
         print(f"Report: {pdf.resolve()}")
         print(f"        {pdf.with_suffix('.html').resolve()}")
-    print(f"Summary: .venv/bin/tkbench show {out}")
+    print(f"Summary: {clisupport.command_name()} show {shlex.quote(str(out))}")
     return 0
 
 
@@ -441,6 +461,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         history_db=None if args.no_history else (args.history or True),
         baseline=args.baseline,
     )
+    if not args.no_report:
+        from .doctor import require_report_stack
+
+        require_report_stack()  # before anything is touched, not after a day of fio
     req = RunRequest(
         profile=args.profile,
         profile_given="profile" in vars(args).get("_given", {}),
@@ -469,12 +493,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary["checks"] = checks
         print(json.dumps(summary, indent=1, default=str))
     else:
-        sys.stderr.write(f"run directory: {out}\n")
+        info(f"run directory: {out}")
         failed = [c for c in checks["checks"] if not c["passed"]]
         if checks["count"]:
-            sys.stderr.write(
+            info(
                 f"checks: {'PASS' if not failed else 'FAIL'} "
-                f"({checks['count'] - len(failed)} of {checks['count']} passed)\n"
+                f"({checks['count'] - len(failed)} of {checks['count']} passed)"
             )
         for c in failed:
             sys.stderr.write(f"  FAIL {c['name']}: {c['message']}\n")
@@ -499,7 +523,7 @@ def _write_report(run_dir: Path) -> Path | None:
     except ImportError:
         return None
     pdf: Path = build_report(run_dir, run_dir / "report.pdf")
-    sys.stderr.write(f"report: {pdf}\n")
+    info(f"report: {pdf}")
     return pdf
 
 
@@ -533,9 +557,11 @@ def _prompt(text: str) -> str:
 def _progress(interactive: bool) -> Any:
     from .ui import LogProgress, RichProgress
 
+    if SESSION.quiet:
+        return clisupport.WatchedProgress(clisupport.NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
-        return RichProgress()
-    return LogProgress()
+        return clisupport.WatchedProgress(RichProgress())
+    return clisupport.WatchedProgress(LogProgress())
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -585,7 +611,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             from .report import build_comparison
         except ImportError:
             raise InputError("the comparison PDF needs the report package") from None
-        sys.stderr.write(f"comparison: {build_comparison(runs, args.out)}\n")
+        info(f"comparison: {build_comparison(runs, args.out)}")
     return 0
 
 
@@ -605,30 +631,30 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    SESSION.verbose, SESSION.quiet, SESSION.run_dir = False, False, None
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
+        SESSION.verbose, SESSION.quiet = bool(args.verbose), bool(args.quiet)
         func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
         if func is None:
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be told apart
+        return code
     except TkbenchError as exc:
         sys.stderr.write(f"tkbench: error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("tkbench: interrupted\n")
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug in tkbench: one line, the documented failure code
-        if os.environ.get("TKBENCH_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"tkbench: error: internal error: {type(exc).__name__}: {exc} "
-            "(set TKBENCH_DEBUG=1 for the traceback, and please report it)\n"
-        )
-        return EXIT_DEVICE
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError as exc:
+        if clisupport.closed_output():
+            return 0  # whoever read our output has all they wanted (tkbench ... | head)
+        return clisupport.internal_error(exc)
+    except Exception as exc:  # a bug in tkbench: one line, its own exit code
+        return clisupport.internal_error(exc)
 
 
 if __name__ == "__main__":

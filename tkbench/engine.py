@@ -23,6 +23,7 @@ import shutil
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +108,7 @@ def new_manifest(
     plan: Plan, target: Target, fio_version: str, command_line: list[str], hosts: list[str]
 ) -> dict[str, Any]:
     return {
+        "run_id": str(uuid.uuid4()),  # survives copying or moving the run directory
         "tkbench_version": __version__,
         "fio_version": fio_version,
         "host": host_info(),

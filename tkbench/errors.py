@@ -12,6 +12,7 @@ EXIT_FAILED_CHECK = 1  # acceptance criteria or regression check failed
 EXIT_BAD_INPUT = 2  # arguments, profile, run directory
 EXIT_REFUSED = 3  # refused by a safety check
 EXIT_DEVICE = 4  # device, fio or tool failure
+EXIT_INTERNAL = 5  # a bug in tkbench (an unexpected exception)
 EXIT_INTERRUPTED = 130
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import vocab
+from . import paths, vocab
 from .device.purge import METHODS as _DEVICE_METHODS
 from .errors import ProfileError
-from .units import data_dir, format_duration, format_size, parse_duration, parse_size
+from .units import format_duration, format_size, parse_duration, parse_size
 from .vocab import metric
 
 KINDS = ("steady", "saturation", "fixed")
@@ -427,20 +427,52 @@ TOP_KEYS = {"name": _str, "description": _str, "extends": _str}
 
 
 def bundled_dir() -> Path:
-    """The profiles/ directory shipped with tkbench."""
-    env = os.environ.get("TKBENCH_PROFILES")
-    if env:
-        return Path(env)
-    return data_dir("profiles")
+    """The profiles shipped inside the package."""
+    return paths.bundled("profiles")
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """A profile found by name on the search path (:func:`paths.profile_dirs`)."""
+
+    name: str
+    path: Path
+    origin: str  # "user" | "system" | "bundled"
+    shadows: tuple[str, ...] = ()  # origins of same-named profiles it hides
+
+
+def catalogue() -> list[ProfileEntry]:
+    """Every profile name on the search path, with the file that name loads."""
+    found: dict[str, ProfileEntry] = {}
+    for d in paths.profile_dirs():
+        try:
+            files = sorted(d.path.glob("*.toml"))
+        except OSError:
+            continue
+        for f in files:
+            old = found.get(f.stem)
+            if old is None:
+                found[f.stem] = ProfileEntry(f.stem, f, d.origin)
+            else:
+                found[f.stem] = ProfileEntry(
+                    old.name, old.path, old.origin, (*old.shadows, d.origin)
+                )
+    return [found[k] for k in sorted(found)]
 
 
 def available() -> list[str]:
-    """Names of the bundled profiles."""
-    return sorted(p.stem for p in bundled_dir().glob("*.toml"))
+    """Names of the profiles on the search path."""
+    return [e.name for e in catalogue()]
 
 
-def find(name_or_path: str, relative_to: Path | None = None) -> Path:
-    """Resolve a profile name (``pts-e``) or a path to a TOML file."""
+def find(name_or_path: str, relative_to: Path | None = None, skip: Iterable[Path] = ()) -> Path:
+    """Resolve a profile name (``pts-e``) or a path to a TOML file.
+
+    A name is looked up beside the profile that extends it (``relative_to``),
+    then in the user, system and bundled profile directories; files in ``skip``
+    (the profiles extending it) are passed over, so that a user's ``quick.toml``
+    may extend the bundled ``quick``.
+    """
     p = Path(name_or_path)
     if p.suffix == ".toml" or os.sep in name_or_path:
         if relative_to is not None and not p.is_absolute():
@@ -450,10 +482,11 @@ def find(name_or_path: str, relative_to: Path | None = None) -> Path:
         if p.is_file():
             return p
         raise ProfileError(f"profile file not found: {name_or_path}")
-    dirs = ([relative_to] if relative_to else []) + [bundled_dir()]
+    dirs = ([relative_to] if relative_to else []) + [d.path for d in paths.profile_dirs()]
+    skipped = set(skip)
     for d in dirs:
         cand = d / f"{name_or_path}.toml"
-        if cand.is_file():
+        if cand.is_file() and cand.resolve() not in skipped:
             return cand
     raise ProfileError(
         f"unknown profile {name_or_path!r} (available: {', '.join(available()) or 'none'})"
@@ -484,7 +517,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_raw(name_or_path: str, _seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Path]:
     """The merged TOML data of a profile and everything it extends."""
-    path = find(name_or_path, _seen[-1].parent if _seen else None).resolve()
+    path = find(name_or_path, _seen[-1].parent if _seen else None, _seen).resolve()
     if path in _seen:
         chain = " -> ".join(p.stem for p in (*_seen, path))
         raise ProfileError(f"{path}: 'extends' forms a cycle: {chain}")

@@ -20,6 +20,7 @@ from .errors import (
     FioParseError,
     InputError,
     TkbenchError,
+    ToolMissingError,
 )
 from .fiojson import FioOutput, check_jobs, parse
 
@@ -94,7 +95,10 @@ class LocalFio:
             proc.require(self.binary, "fio")
             out = proc.run([self.binary, "--version"], timeout=30).stdout.strip()
             if _parse_version(out) < MIN_FIO:
-                raise DeviceError(f"{out or 'fio'} is too old: tkbench needs fio 3.1 or newer")
+                raise ToolMissingError(
+                    f"{out or 'fio'} is too old: tkbench needs fio 3.1 or newer "
+                    "(fix: apt-get install fio, or a newer fio on PATH)"
+                )
             self._version = out
         return self._version
 

@@ -39,13 +39,33 @@ MANIFEST = "manifest.json"
 _ROUND_RE = re.compile(r"^(\d{4,})\.json$")
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux), else set and restored."""
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open("/proc/self/status", encoding="ascii") as fh,
+    ):
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old or the new file, never a part."""
+    """Write ``data`` to ``path`` so that readers see the old or the new file, never a part.
+
+    The file gets the mode any new file gets (0666 less the umask: 0644 under umask
+    022), not the 0600 of a temporary file, so the operator can read what a run wrote
+    as root.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
+                os.fchmod(fh.fileno(), 0o666 & ~current_umask())
                 fh.write(data.encode("utf-8") if isinstance(data, str) else data)
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
@@ -109,13 +107,3 @@ def fio_duration(seconds: float) -> str:
     """A duration fio accepts exactly: whole milliseconds (``1500ms``)."""
     ms = round(seconds * 1000)
     return f"{ms}ms"
-
-
-def data_dir(name: str) -> Path:
-    """tkbench's ``profiles`` or ``templates``: beside the package in a checkout,
-    under ``<prefix>/share/tkbench`` in an installed copy."""
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent / name, Path(sys.prefix) / "share" / "tkbench" / name):
-        if cand.is_dir():
-            return cand
-    return here.parent / name

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ..clisupport import info
     from . import build_report
 
     run_dir: Path = args.run_dir
@@ -49,5 +49,5 @@ def cmd_report(args: argparse.Namespace) -> int:
         logo=args.logo,
         paper=args.paper,
     )
-    sys.stderr.write(f"report: {pdf} and {pdf.with_suffix('.html')}\n")
+    info(f"report: {pdf} and {pdf.with_suffix('.html')}")
     return 0

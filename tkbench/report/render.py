@@ -38,12 +38,12 @@ with warnings.catch_warnings():
 
 from ..analysis.window import TAIL_SAMPLES
 from ..errors import InputError
-from ..units import data_dir
+from ..paths import bundled
 from . import comparison_figures, figures, fmt
 from .comparison import Comparison
 from .model import Report, TestReport
 
-TEMPLATES = data_dir("templates")
+TEMPLATES = bundled("templates")
 MAIN_TEMPLATE = "report.html.j2"
 COMPARISON_TEMPLATE = "comparison.html.j2"
 STYLESHEET = "report.css"
