@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 
 PREFIX ?= /usr/local
-GEN := XDG_CONFIG_HOME=/nonexistent $(BIN)/python -m tkbench.docgen
+GEN := XDG_CONFIG_HOME=/nonexistent $(BIN)/python -m tkbench.cli.docgen
 
 .PHONY: deps debs venv demo test lint typecheck pytest bench clean man install uninstall
 
@@ -53,7 +53,7 @@ bench: deps
 	$(BIN)/python benchmarks/round_overhead.py
 	$(BIN)/python benchmarks/report_render.py
 
-# The man page and shell completions, generated from the argparse parser (tkbench/docgen.py).
+# The man page and shell completions, generated from the argparse parser (tkbench/cli/docgen.py).
 man: venv
 	mkdir -p build
 	$(GEN) man >build/tkbench.1

@@ -35,7 +35,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tkbench.report.synthetic import DriveModel, make_synthetic_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the synthetic run is a test tool
+from tests.synthetic import DriveModel, make_synthetic_run
 
 GOAL_SECONDS = 15.0
 GOAL_RSS_MB = 600.0

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import tkbench
-from tkbench import cli, docgen
-from tkbench.clisupport import command_name
+from tkbench import cli
+from tkbench.cli import docgen
+from tkbench.cli.support import command_name
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 

@@ -60,7 +60,7 @@ def _run_args(tmp_path: Path, *extra: str) -> list[str]:
 
 
 def test_an_internal_error_has_its_own_exit_code_and_one_line() -> None:
-    boom = "import tkbench.cli as c, tkbench.cli_tools as t; t.cmd_profiles = lambda args: 1 / 0"
+    boom = "import tkbench.cli as c, tkbench.cli.tools as t; t.cmd_profiles = lambda args: 1 / 0"
     argv = [sys.executable, "-c", f"{boom}; import sys; sys.exit(c.main(sys.argv[1:]))"]
     done = subprocess.run([*argv, "profiles"], capture_output=True, text=True, env=ENV)
     assert done.returncode == 5
@@ -74,7 +74,7 @@ def test_an_internal_error_has_its_own_exit_code_and_one_line() -> None:
         assert done.stderr.startswith("Traceback (most recent call last):")
         assert done.stderr.splitlines()[-1].startswith("tkbench: error: internal error:")
     # a BrokenPipeError that is not about our own output is a bug too, not a success
-    pipe = "import tkbench.cli as c, tkbench.cli_tools as t\n"
+    pipe = "import tkbench.cli as c, tkbench.cli.tools as t\n"
     pipe += "def f(args): raise BrokenPipeError(32, 'Broken pipe')\n"
     pipe += "t.cmd_profiles = f\nimport sys\nsys.exit(c.main(sys.argv[1:]))"
     done = subprocess.run(

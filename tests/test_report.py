@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from tests.synthetic import SYNTHETIC_MODEL, make_synthetic_run
 from tkbench import cli
 from tkbench.errors import InputError, RunDirError
 from tkbench.report import build_comparison, build_report, render
-from tkbench.report.synthetic import SYNTHETIC_MODEL, make_synthetic_run
 from tkbench.runs import RunRequest, start
 
 MiB = 1024 * 1024

@@ -389,7 +389,7 @@ def test_littles_law_flags_a_starved_queue_and_impossible_numbers() -> None:
 def test_synthetic_normal_cdf_without_scipy() -> None:
     import numpy as np
 
-    from tkbench.report.synthetic import latency_bins, normal_cdf
+    from tests.synthetic import latency_bins, normal_cdf
 
     x = np.array([-1.0, 0.0, 1.959963984540054, -8.0, -40.0])
     expected = [0.15865525393145707, 0.5, 0.975, 6.22096057427178e-16]

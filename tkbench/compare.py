@@ -18,7 +18,6 @@ from typing import Any
 
 from . import analysis
 from .store import RunData, TestData
-from .target import engine_for
 from .units import format_size, human_bytes
 from .vocab import metric
 
@@ -171,7 +170,7 @@ def conditions(plan: Mapping[str, Any], target_kind: str = "") -> dict[str, str]
         "ActiveRange": f"{float(plan.get('active_range', 100)):g} %",
         "data pattern": str(wl.get("data_pattern", "?")),
         "I/O": f"{'direct' if wl.get('direct', True) else 'buffered'}, "
-        f"ioengine {engine_for(target_kind, str(wl.get('ioengine', 'auto')))}",
+        f"ioengine {analysis.ioengine_used(plan, target_kind)}",
         "purge": "yes" if plan.get("purge") else "no",
         "preconditioning": (
             f"{float(pre.get('total_bytes', 0)) / active:.2g}× ActiveRange, "

@@ -67,7 +67,6 @@ class EngineOptions:
     resume_gap: float = 300.0  # seconds of idle after which a resumed test re-preconditions
     fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
-    fio_extra: dict[str, object] = field(default_factory=dict)  # extra [global] options
 
 
 def host_info() -> dict[str, Any]:
@@ -249,7 +248,9 @@ class Engine:
                 rounds = []
                 self._discard_rounds(test)
         else:
-            store.save_test_plan(test.name, test.to_dict())
+            # what the engine knows now and a reader could only guess later
+            used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
+            store.save_test_plan(test.name, {**test.to_dict(), "ioengine_used": used})
         self.progress.event("test_started", test=test, rounds_done=len(rounds))
         store.log(f"test {test.name}: started")
         self._health(test, "before")
@@ -385,7 +386,6 @@ class Engine:
             test,
             self.target.fio_options(test.spec.workload.ioengine),
             handoff,
-            self.options.fio_extra,
         )
 
     def _rounds(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> None:

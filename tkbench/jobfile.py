@@ -22,6 +22,18 @@ from .errors import InputError
 from .plan import PlannedTest, Point, Precondition
 from .units import fio_duration
 
+
+def engine_for(kind: str, ioengine: str = "auto") -> str:
+    """The fio ioengine used on a target of ``kind`` ("file", "block", "nbd") when the
+    profile asks for ``ioengine``: an NBD target always goes through fio's nbd engine,
+    and "auto" means libaio on files and block devices."""
+    if kind == "nbd":
+        return "nbd"
+    if ioengine == "auto":
+        return "libaio" if kind in ("file", "block") else "auto"
+    return ioengine
+
+
 # Nominal idle time between points when fio schedules them by startdelay alone.
 DEFAULT_GUARD = 0.005
 # How far ahead of its nominal start a point's threads are brought up.
@@ -264,13 +276,10 @@ def round_jobfile(
     test: PlannedTest,
     target_options: Mapping[str, object],
     handoff: Handoff | None,
-    extra_global: Mapping[str, object] | None = None,
 ) -> str:
     """The job file of one round of a planned test, as the engine runs it."""
     wl = test.spec.workload
     extra: dict[str, object] = {"lat_percentiles": True}
-    if extra_global:
-        extra.update(extra_global)
     return render_round(
         test.points,
         target_options,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .units import format_duration, format_size, human_bytes
@@ -266,14 +266,6 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     if not tests:
         raise ValueError("no test of the profile can run on this target")
     return Plan(profile, target, active_all, tuple(tests), tuple(notes))
-
-
-def with_runtime(plan: Plan, seconds: float) -> Plan:
-    """The same plan with every point shortened to ``seconds`` (tests, demos)."""
-    tests = tuple(
-        replace(t, points=tuple(replace(p, runtime=seconds) for p in t.points)) for t in plan.tests
-    )
-    return replace(plan, tests=tests)
 
 
 def describe(plan: Plan, precondition_rate: float = 1e9) -> str:

@@ -50,11 +50,13 @@ def make_runner(servers: list[str]) -> FioRunner:
 
 
 def prepare(req: RunRequest) -> tuple[planmod.Plan, Target]:
-    """Profile + target -> plan, without touching the target's data."""
+    """Profile + target -> plan, without touching the target: a regular file that does
+    not exist yet is planned at ``req.size`` and not created (what ``tkbench plan``
+    shows is what ``run`` would do)."""
     prof = profilemod.load(req.profile, req.overrides)
     if req.target is None:
-        raise InputError("--target is required")
-    target = open_target(req.target, size=req.size, create=False)
+        raise InputError("--target is required (a block device, a file or an NBD URI)")
+    target = open_target(req.target, size=req.size, create=True)
     return _plan(prof, target), target
 
 
@@ -69,15 +71,12 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     """A new run.  Returns the run directory and its final manifest."""
     if req.resume is not None:
         return resume(req, progress)
-    if req.target is None:
-        raise InputError("--target is required (a block device, a file or an NBD URI)")
-    prof = profilemod.load(req.profile, req.overrides)
     runner = make_runner(req.fio_servers)
     fio_version = runner.version()
-    target = open_target(req.target, size=req.size, create=True)
+    plan, target = prepare(req)
     _check_remote(target, runner)
-    plan = _plan(prof, target)
-    out = req.out or default_out(prof.name, req.target)
+    assert req.target is not None
+    out = req.out or default_out(plan.profile.name, req.target)
     RunStore.check_new(out)
     with target.lock():
         _guard(target, req, plan)
@@ -89,7 +88,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
             store = RunStore.create(
                 out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
             )
-        store.log(f"run started: profile {prof.name} on {target.describe()}")
+        store.log(f"run started: profile {plan.profile.name} on {target.describe()}")
         return out, _execute(req, plan, target, runner, store, progress)
 
 

@@ -231,11 +231,6 @@ class RunStore:
     def test_dir(self, test: str) -> Path:
         return self.root / "tests" / test
 
-    def scratch_dir(self) -> Path:
-        d = self.root / ".scratch"
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
     # ----------------------------------------------------------------- writing
     def manifest(self) -> dict[str, Any]:
         data: dict[str, Any] = read_json(self.root / MANIFEST)

@@ -21,24 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import proc
 from .errors import DeviceError, InputError, SafetyError
+from .jobfile import engine_for
 from .plan import TargetInfo
 from .units import human_bytes
 
 # how the bundled emulator names itself in the NBD handshake (tkbench/emulator/plugin.py)
 EMULATOR_DESCRIPTION = "tkbench SSD emulator"
-
-
-def engine_for(kind: str, ioengine: str = "auto") -> str:
-    """The fio ioengine used on a target of ``kind`` ("file", "block", "nbd") when the
-    profile asks for ``ioengine``: an NBD target always goes through fio's nbd engine,
-    and "auto" means libaio on files and block devices."""
-    if kind == "nbd":
-        return "nbd"
-    if ioengine == "auto":
-        return "libaio" if kind in ("file", "block") else "auto"
-    return ioengine
 
 
 @dataclass
@@ -392,11 +381,3 @@ def _open_nbd(spec: str, size: int | None) -> Target:
             "the bundled SSD emulator, not a real drive: " + info.description,
         ]
     return Target(spec, "nbd", spec, info.size, sector, ident)
-
-
-def fio_version_of(runner_version: str) -> str:
-    return runner_version
-
-
-def require_tools() -> None:
-    proc.require("fio", "fio")

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..jobfile import engine_for
 from ..store import RunData, TestData
 from .headline import better_is_higher, headline, test_headline
 from .segments import last_segment, reached, segment_of, segment_verdicts, test_result
@@ -45,6 +46,7 @@ __all__ = [
     "better_is_higher",
     "evaluate",
     "headline",
+    "ioengine_used",
     "last_segment",
     "point_means",
     "pooled_percentiles",
@@ -102,6 +104,17 @@ class RunAnalysis:
         for t in self.tests:
             out.update(t.headline)
         return out
+
+
+def ioengine_used(plan: Mapping[str, Any], target_kind: str) -> str:
+    """The fio I/O engine a test ran with: recorded in its ``test.json``
+    (``ioengine_used``) by the engine; for runs written before it recorded it, derived
+    as the engine derived it then."""
+    recorded = plan.get("ioengine_used")
+    if isinstance(recorded, str):
+        return recorded
+    workload = plan.get("workload") or {}
+    return engine_for(target_kind, str(workload.get("ioengine", "auto")))
 
 
 def analyze_test(t: TestData) -> TestAnalysis:

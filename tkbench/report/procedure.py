@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis import ioengine_used
 from ..analysis.segments import last_segment, segment_of
 from ..store import TestData
-from ..target import engine_for
 from ..units import format_size
 from . import fmt
 from .model import Row
@@ -87,9 +87,9 @@ def stop_rule(plan: Mapping[str, Any], capacity: int) -> str:
 
 
 def ioengine(plan: Mapping[str, Any], target_kind: str) -> str:
-    """The fio I/O engine the plan's ``auto`` meant for the target (as tkbench.target does)."""
+    """The fio I/O engine the test ran with, and whether the profile left it to tkbench."""
     engine = str(workload(plan).get("ioengine", "auto"))
-    used = engine_for(target_kind, engine)
+    used = ioengine_used(plan, target_kind)
     return f"{used} (auto)" if engine == "auto" and used != "auto" else used
 
 

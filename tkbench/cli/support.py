@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_INTERNAL
+from ..errors import EXIT_INTERNAL
 
 
 @dataclass

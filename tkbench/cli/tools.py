@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .clisupport import info
-from .errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
+from ..errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
+from .support import info
 
 
 def register(sub: Any) -> None:
-    from . import doctor
+    from .. import doctor
 
     p = sub.add_parser(
         "profiles",
@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from . import profile
+    from .. import profile
 
     rows = []
     bad = 0
@@ -110,7 +110,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from . import doctor
+    from .. import doctor
 
     purposes = args.purposes or ["run"]
     findings = doctor.diagnose(purposes, args.dir)
@@ -145,8 +145,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .export import rows
-    from .store import load_run, write_atomic
+    from ..export import rows
+    from ..store import load_run, write_atomic
 
     found = rows(load_run(d) for d in args.runs)
     text = {"csv": to_csv, "jsonl": to_jsonl, "openmetrics": to_openmetrics}[args.format](found)
@@ -159,7 +159,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def to_csv(found: Sequence[Any]) -> str:
-    from .export import COLUMNS
+    from ..export import COLUMNS
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli import path_arg
+from .parser import path_arg
 
 
 def register(subparsers: Any) -> None:
@@ -35,8 +35,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..clisupport import info
-    from . import build_report
+    from ..report import build_report
+    from .support import info
 
     run_dir: Path = args.run_dir
     out: Path = args.out if args.out is not None else run_dir / "report.pdf"

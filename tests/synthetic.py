@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, jobfile
-from .. import plan as planmod
-from .. import profile as profilemod
-from ..analysis import segment_verdicts, steady, test_result
-from ..fiojson import bucket_value, percentile_from_bins
-from ..store import RunStore
+from tkbench import __version__, jobfile
+from tkbench import plan as planmod
+from tkbench import profile as profilemod
+from tkbench.analysis import segment_verdicts, steady, test_result
+from tkbench.fiojson import bucket_value, percentile_from_bins
+from tkbench.store import RunStore
 
 SYNTHETIC_MODEL = "Synthetic data — not a measurement"
 CAPACITY = 15_362_991_415_296  # a 15.36 TB drive: 24 h of WSAT stay below 4x capacity
@@ -514,7 +514,7 @@ def result_record(
 
 
 def manifest(plan: planmod.Plan, capacity: int, seed: int, root: Path) -> dict[str, Any]:
-    cmd = ["python", "-m", "tkbench.report.synthetic", str(root), f"--seed={seed}"]
+    cmd = ["python", "tests/synthetic.py", str(root), f"--seed={seed}"]
     return {
         "synthetic": True,
         "tkbench_version": __version__,

@@ -1,0 +1,51 @@
+"""Command-line interface: parses arguments, calls the library, maps errors to exit codes.
+
+:mod:`.parser` builds the parser, :mod:`.commands` and :mod:`.tools` are the commands
+(thin: they call library functions and format for people), :mod:`.report` the report
+command, :mod:`.support` what every command shares at the edge of the process (-v/-q,
+closed pipes, internal errors) and :mod:`.docgen` the man page and completions.
+
+Exit codes (docs/exit-codes.md): 0 done, 1 acceptance or regression check
+failed, 2 bad input, 3 refused by a safety check, 4 device/fio/tool failure,
+5 internal error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TkbenchError
+from . import support
+from .parser import build_parser, path_arg
+from .support import SESSION
+
+__all__ = ["build_parser", "main", "path_arg"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    SESSION.verbose, SESSION.quiet, SESSION.run_dir = False, False, None
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+        SESSION.verbose, SESSION.quiet = bool(args.verbose), bool(args.quiet)
+        func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        code = func(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be told apart
+        return code
+    except TkbenchError as exc:
+        sys.stderr.write(f"tkbench: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("tkbench: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError as exc:
+        if support.closed_output():
+            return 0  # whoever read our output has all they wanted (tkbench ... | head)
+        return support.internal_error(exc)
+    except Exception as exc:  # a bug in tkbench: one line, its own exit code
+        return support.internal_error(exc)

@@ -1,0 +1,269 @@
+"""The commands over library functions: ``plan``, ``run``, ``demo``, ``show``, ``history``,
+``compare`` and ``devices``.  Each takes the parsed arguments, calls the library and
+formats its answer for people (or JSON for scripts); errors are raised, never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .. import plan as planmod
+from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
+from . import support
+from .support import SESSION, info
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from ..device import format_devices, list_devices
+
+    rows = list_devices()
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=1))
+    else:
+        print(format_devices(rows))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .. import jobfile
+    from ..runs import RunRequest, prepare
+
+    plan, target = prepare(
+        RunRequest(
+            profile=args.profile, target=args.target, size=args.size, overrides=args.overrides
+        )
+    )
+    print(planmod.describe(plan, args.assume_mbps * 1e6))
+    if not args.no_jobs:
+        handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
+        for t in plan.tests:
+            opts = target.fio_options(t.spec.workload.ioengine)
+            if t.precondition:
+                print(f"\n### {t.name}: preconditioning job file")
+                print(jobfile.precondition_jobfile(t, opts), end="")
+            print(f"\n### {t.name}: job file of every round")
+            print(jobfile.round_jobfile(t, opts, handoff), end="")
+    return 0
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM or SIGINT stops the run; any further one arrives while tkbench
+    stops fio and marks the run interrupted (a few seconds at most) and is ignored, so
+    a burst of signals (systemd, a double Ctrl-C) cannot cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Interrupted("terminated by signal")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..doctor import require_report_stack
+    from ..runs import demo
+
+    require_report_stack()
+    out, _ = _with_progress(
+        lambda progress: demo(
+            args.out,
+            progress,
+            profile=args.profile,
+            capacity=args.capacity,
+            seed=args.seed,
+            overrides=args.overrides,
+        )
+    )
+    pdf = _write_report(out)
+    print(f"Demo finished. Run directory: {out}")
+    print(f"Report: {pdf.resolve()}")
+    print(f"        {pdf.with_suffix('.html').resolve()}")
+    print(f"Summary: {support.command_name()} show {shlex.quote(str(out))}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..runs import RunRequest, check_outputs, start
+    from ..store import load_run
+    from ..summary import run_summary
+
+    if args.resume is not None:
+        if args.overrides:
+            raise InputError(
+                "--resume continues a run with the profile it was started with; "
+                "--set cannot be given with it"
+            )
+        if args.out is not None and args.out.resolve() != args.resume.resolve():
+            raise InputError(f"--out {args.out} differs from --resume {args.resume}")
+    check_outputs(
+        junit=args.junit,
+        history_db=None if args.no_history else (args.history or True),
+        baseline=args.baseline,
+    )
+    if not args.no_report:
+        from ..doctor import require_report_stack
+
+        require_report_stack()  # before anything is touched, not after a day of fio
+    req = RunRequest(
+        profile=args.profile,
+        profile_given="profile" in vars(args).get("_given", {}),
+        target=args.target,
+        size=args.size,
+        out=args.out,
+        overrides=args.overrides,
+        assume_yes=args.yes,
+        confirm_id=args.confirm,
+        force=args.force,
+        interactive=sys.stdin.isatty(),
+        prompt=_prompt if sys.stdin.isatty() else None,
+        resume=args.resume,
+        fio_servers=args.fio_servers,
+        command_line=["tkbench", *sys.argv[1:]],
+        resume_gap=args.resume_gap,
+    )
+    out, _manifest = _with_progress(lambda progress: start(req, progress))
+    checks = _checks(args, out)
+    if checks.get("history_error"):
+        sys.stderr.write(f"tkbench: warning: run not indexed: {checks['history_error']}\n")
+    if not args.no_report:
+        _write_report(out)
+    if args.json:
+        summary = run_summary(load_run(out))
+        summary["checks"] = checks
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        info(f"run directory: {out}")
+        failed = [c for c in checks["checks"] if not c["passed"]]
+        if checks["count"]:
+            info(
+                f"checks: {'PASS' if not failed else 'FAIL'} "
+                f"({checks['count'] - len(failed)} of {checks['count']} passed)"
+            )
+        for c in failed:
+            sys.stderr.write(f"  FAIL {c['name']}: {c['message']}\n")
+    return 0 if checks["passed"] else EXIT_FAILED_CHECK
+
+
+def _checks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from ..runs import finish_checks
+
+    return finish_checks(
+        out,
+        junit=args.junit,
+        history_db=None if args.no_history else (args.history or True),
+        baseline=args.baseline,
+        threshold=args.regression_threshold,
+    )
+
+
+def _write_report(run_dir: Path) -> Path:
+    from ..report import build_report
+
+    pdf: Path = build_report(run_dir, run_dir / "report.pdf")
+    info(f"report: {pdf}")
+    return pdf
+
+
+def _with_progress(
+    body: Callable[[Any], tuple[Path, dict[str, Any]]],
+) -> tuple[Path, dict[str, Any]]:
+    """Run ``body(progress)`` with the progress display, SIGTERM and SIGINT as an
+    interruption (see :func:`_on_signal`)."""
+    progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
+    old_term = signal.signal(signal.SIGTERM, _on_signal)
+    old_int = signal.signal(signal.SIGINT, _on_signal)
+    try:
+        return body(progress)
+    finally:
+        close = getattr(progress, "close", None)
+        if close:
+            close()
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+            # not signalled; once signalled, the process is on its way out with 130
+            # and late signals of the burst stay ignored
+            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
+
+
+def _prompt(text: str) -> str:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+def _progress(interactive: bool) -> Any:
+    from ..ui import LogProgress, RichProgress
+
+    if SESSION.quiet:
+        return support.WatchedProgress(support.NullProgress())
+    if interactive and os.environ.get("TERM") != "dumb":
+        return support.WatchedProgress(RichProgress())
+    return support.WatchedProgress(LogProgress())
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from ..history import History, format_entries
+    from ..store import load_run
+
+    history = History(args.history)
+    if args.history is not None and not args.add and not args.history.exists():
+        # a listing never creates a database; a wrong path is an error, not "no runs"
+        raise InputError(f"history database {args.history} does not exist")
+    for d in args.add:
+        history.add(load_run(d))
+    entries = history.entries(model=args.model, serial=args.serial)
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=1))
+    else:
+        print(format_entries(entries))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..compare import compare, differences, format_rows
+    from ..store import load_run
+
+    if args.out is not None:
+        from ..store import check_output_file
+
+        check_output_file(args.out, "comparison")
+    runs = [load_run(d) for d in args.runs]
+    rows = compare(runs)
+    diffs = differences(runs)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "runs": [str(r.root) for r in runs],
+                    "differences": [d.to_dict() for d in diffs],
+                    "rows": [r.to_dict() for r in rows],
+                },
+                indent=1,
+            )
+        )
+    else:
+        print(format_rows(runs, rows, diffs))
+    if args.out:
+        from ..report import build_comparison
+
+        info(f"comparison: {build_comparison(runs, args.out)}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ..store import load_run
+    from ..summary import format_summary, run_summary
+
+    summary = run_summary(load_run(args.run_dir))
+    if args.json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print(format_summary(summary))
+    return 0

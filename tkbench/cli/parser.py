@@ -1,0 +1,348 @@
+"""The argument parser of every ``tkbench`` command (argparse, raising instead of exiting).
+
+Plain options may be given once only (:class:`_Once`); numbers are range-checked and
+paths checked for emptiness while parsing, so bad input fails before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .. import profile as profilemod
+from ..errors import InputError
+from ..units import parse_size
+from . import tools
+from .commands import (
+    cmd_compare,
+    cmd_demo,
+    cmd_devices,
+    cmd_history,
+    cmd_plan,
+    cmd_run,
+    cmd_show,
+)
+
+
+class _Once(argparse.Action):
+    """A single-valued option given twice with different values is an error, never
+    "the last one wins": two ``--confirm`` IDs, two ``--out`` directories or two
+    ``--target`` paths mean the command line is not what its author thinks."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen: dict[str, Any] = namespace.__dict__.setdefault("_given", {})
+        if self.dest in seen and seen[self.dest] != values:
+            raise InputError(
+                f"{option_string or self.dest} given twice with different values "
+                f"({seen[self.dest]} and {values})"
+            )
+        seen[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so errors share one path, and whose
+    plain options may be given once only (:class:`_Once`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _size_arg(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def path_arg(text: str) -> Path:
+    """A path option: an empty value is refused (``Path("")`` would mean the current
+    directory, and a run directory or report would land there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    return Path(text)
+
+
+def _number(
+    low: float, high: float, *, low_open: bool = False, unit: str = ""
+) -> Callable[[str], float]:
+    """A float option within [low, high] (or (low, high]): finite, no NaN."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range: give a number {bound} and at most {high:g}{unit}"
+            )
+        return value
+
+    return parse
+
+
+def _add_profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile",
+        default="quick",
+        help=f"profile name ({', '.join(profilemod.available())}) or path to a TOML file; "
+        "default: quick",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a profile value, e.g. --set rounds.max=30 "
+        "(repeatable; see docs/profiles.md)",
+    )
+
+
+def _add_target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--target",
+        metavar="TARGET",
+        help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH)",
+    )
+    p.add_argument(
+        "--size",
+        type=_size_arg,
+        metavar="SIZE",
+        help="size of a regular-file target (created if missing), e.g. 64M",
+    )
+
+
+def _add_history_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--history",
+        type=path_arg,
+        metavar="DB",
+        help="history database (default $XDG_DATA_HOME/tkbench/history.sqlite, "
+        "or $TKBENCH_HISTORY)",
+    )
+    if p.prog.endswith(" run"):
+        p.add_argument("--no-history", action="store_true", help="do not index this run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog="tkbench",
+        description="SNIA PTS-style SSD qualification with fio: purge, precondition, "
+        "rounds to steady state, PDF report.",
+        epilog="Exit codes: 0 done, 1 check failed, 2 bad input, 3 refused by a safety "
+        "check, 4 device or fio failure, 5 internal error, 130 interrupted.",
+    )
+    ap.add_argument("--version", action="version", version=f"tkbench {__version__}")
+    _add_verbosity(ap, False)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("plan", help="print the exact plan, job files and duration; touch nothing")
+    _add_profile_args(p)
+    _add_target_args(p)
+    p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
+    p.add_argument(
+        "--assume-mbps",
+        type=_number(0, 1e7, low_open=True, unit=" MB/s"),
+        default=1000.0,
+        help="sequential write rate assumed for the preconditioning estimate (default 1000 MB/s)",
+    )
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "run",
+        help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
+        description="Run a profile on a target.  Every completed round is stored in the run "
+        "directory before the next starts; --resume continues an interrupted run.",
+    )
+    _add_profile_args(p)
+    _add_target_args(p)
+    p.add_argument(
+        "--out",
+        type=path_arg,
+        metavar="DIR",
+        help="run directory to create (default: runs/PROFILE-DATE-TIME)",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="confirm destroying a regular file or NBD/emulator target",
+    )
+    p.add_argument(
+        "--confirm",
+        metavar="ID",
+        help="confirm destroying a block device: its serial, or its kernel name "
+        "(e.g. loop3) when it reports none; see 'tkbench devices'",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write over a filesystem, partition-table or RAID signature "
+        "(other safety checks still apply)",
+    )
+    p.add_argument(
+        "--resume",
+        type=path_arg,
+        metavar="RUN_DIR",
+        help="continue an interrupted run with the profile it was started with",
+    )
+    p.add_argument(
+        "--resume-gap",
+        type=_number(0, 30 * 86400, unit=" s"),
+        default=300.0,
+        metavar="SECONDS",
+        help="idle time after which a resumed test is preconditioned again (default 300)",
+    )
+    p.add_argument(
+        "--fio-server",
+        dest="fio_servers",
+        action="append",
+        default=[],
+        metavar="HOST[,PORT]",
+        help="run fio through 'fio --server' on HOST (repeatable)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print a machine-readable summary on stdout at the end"
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write the PDF/HTML report")
+    p.add_argument(
+        "--junit",
+        type=path_arg,
+        metavar="FILE",
+        help="write the PASS/FAIL checks (steady state, acceptance criteria, "
+        "regressions) as JUnit XML",
+    )
+    _add_history_args(p)
+    p.add_argument(
+        "--baseline",
+        type=path_arg,
+        metavar="RUN_DIR",
+        help="check for regressions against this run instead of the previous run of the same drive",
+    )
+    p.add_argument(
+        "--regression-threshold",
+        type=_number(0, 1000, unit=" %"),
+        metavar="PCT",
+        help="fail (exit 1) when a headline number is worse than the baseline by "
+        "more than PCT %% (0 turns the check off; default: the profile's "
+        "acceptance.regression_threshold)",
+    )
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "demo",
+        help="run the quick profile on the bundled SSD emulator and write its report",
+        description="Starts the bundled SSD emulator (no drive needed), runs a profile on it "
+        "with progress on screen, stops the emulator and prints where the PDF is.",
+    )
+    p.add_argument(
+        "--out",
+        type=path_arg,
+        default=Path("demo-run"),
+        metavar="DIR",
+        help="run directory to create (default: demo-run)",
+    )
+    p.add_argument("--profile", default="quick", help="profile to run (default: quick)")
+    p.add_argument("--capacity", default="256M", help="emulated capacity (default: 256M)")
+    p.add_argument("--seed", type=int, default=7, help="emulator seed (default: 7)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a profile value (repeatable)",
+    )
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("show", help="summarise a run directory")
+    p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("history", help="runs indexed in the local history, by drive")
+    _add_history_args(p)
+    p.add_argument("--model", help="only this drive model")
+    p.add_argument("--serial", help="only this serial")
+    p.add_argument(
+        "--add",
+        nargs="+",
+        type=path_arg,
+        metavar="RUN_DIR",
+        default=[],
+        help="index existing run directories first",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
+    p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--out",
+        type=path_arg,
+        metavar="FILE.pdf",
+        help="also write a comparison PDF: tables, overlaid convergence and measurement plots",
+    )
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "devices",
+        help="list block devices, the ID to confirm each with, and why any would be refused",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_devices)
+
+    _register_optional(sub)
+    tools.register(sub)
+    for p in set(sub.choices.values()):
+        # also accepted after the command, unless it has options of those names
+        # (emulate --verbose: nbdkit's debug messages)
+        if not {"-v", "--verbose", "-q", "--quiet"} & set(p._option_string_actions):
+            _add_verbosity(p, argparse.SUPPRESS)
+    return ap
+
+
+def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="show the traceback of an internal error",
+    )
+    g.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="no progress and no informational lines; errors, warnings and failed checks only",
+    )
+
+
+def _register_optional(sub: Any) -> None:
+    """Subcommands defined beside the code they drive."""
+    from ..emulator import cli as emulator_cli
+    from . import report
+
+    emulator_cli.register(sub)
+    report.register(sub)
