@@ -12,6 +12,7 @@ import pytest
 
 import tkbench.analysis as core
 from tkbench import store
+from tkbench.analysis.pts import departures
 from tkbench.errors import InputError
 from tkbench.report import analysis, fmt, header, options, procedure, render
 from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
@@ -332,9 +333,9 @@ def test_pts_deviations_name_every_reduced_parameter() -> None:
         prof = profilemod.load(name)
         return {"profile": {"name": name, "source": prof.source, "resolved": prof.resolved}}
 
-    assert header.pts_deviations(manifest_of("pts-e")) == []
-    assert header.pts_deviations(manifest_of("pts-c")) == []
-    quick = " ".join(header.pts_deviations(manifest_of("quick")))
+    assert departures(manifest_of("pts-e")) == []
+    assert departures(manifest_of("pts-c")) == []
+    quick = " ".join(departures(manifest_of("quick")))
     assert "IOPS: block sizes 64k, 4k" in quick
     assert "1 s points (PTS: 1m 00s)" in quick
     assert "at most 12 rounds (PTS: 25)" in quick

@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.pts import departures
 from ..store import RunData
 from . import fmt
 from .model import COMPLETE, Row, TestReport
@@ -232,7 +233,7 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
             + ", ".join(str(n) for n in non_compliant)
             + " was not a PTS-compliant purge."
         )
-    deviations = pts_deviations(m)
+    deviations = departures(m)
     if deviations:
         out.append(
             "This run departs from the SNIA PTS test parameters (profile "
@@ -283,65 +284,5 @@ def run_notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     """Notes of the target's identification and of the planning."""
     notes = [str(n) for n in identity(manifest).get("notes", []) if n]
     notes += [str(n) for n in manifest.get("plan_notes", []) if n]
-    notes += [f"Differs from the SNIA PTS parameters: {d}." for d in pts_deviations(manifest)]
+    notes += [f"Differs from the SNIA PTS parameters: {d}." for d in departures(manifest)]
     return tuple(notes)
-
-
-def pts_deviations(manifest: Mapping[str, Any]) -> list[str]:
-    """Where the run's profile departs from the bundled PTS-E (or PTS-C) profile.
-
-    Compares the parameters a PTS report states: the tests, their block sizes,
-    R/W mixes, point durations, round limits, loads, the ActiveRange, the
-    preconditioning amount and the write-saturation limits.
-    """
-    from ..errors import ProfileError
-    from ..profile import build, load
-    from ..units import format_duration, format_size
-
-    prof = as_dict(manifest.get("profile"))
-    try:
-        run = build(as_dict(prof.get("resolved")), str(prof.get("source", "")))
-        ref = load("pts-c" if run.name == "pts-c" else "pts-e")
-    except (ProfileError, OSError):
-        return []
-    out: list[str] = []
-    if run.precondition.capacity_multiple != ref.precondition.capacity_multiple:
-        out.append(
-            f"preconditioning {run.precondition.capacity_multiple:g}x capacity "
-            f"(PTS: {ref.precondition.capacity_multiple:g}x)"
-        )
-    mine = {t.name: t for t in run.tests}
-    for r in ref.tests:
-        t = mine.get(r.name)
-        if t is None:
-            out.append(f"no {r.title} test")
-            continue
-        diffs = []
-        if t.block_sizes != r.block_sizes:
-            diffs.append("block sizes " + ", ".join(format_size(b) for b in t.block_sizes))
-        if t.mixes != r.mixes:
-            diffs.append("R/W mixes " + ", ".join(m.label for m in t.mixes))
-        if t.point_runtime != r.point_runtime:
-            diffs.append(
-                f"{format_duration(t.point_runtime)} points "
-                f"(PTS: {format_duration(r.point_runtime)})"
-            )
-        if t.kind == "steady" and t.rounds.max != r.rounds.max:
-            diffs.append(f"at most {t.rounds.max} rounds (PTS: {r.rounds.max})")
-        wl, rw = t.workload, r.workload
-        if (wl.numjobs, wl.iodepth) != (rw.numjobs, rw.iodepth):
-            diffs.append(f"{wl.numjobs} jobs x QD {wl.iodepth} (PTS: {rw.numjobs} x {rw.iodepth})")
-        if wl.active_range != rw.active_range:
-            diffs.append(f"ActiveRange {wl.active_range:g} % (PTS: {rw.active_range:g} %)")
-        if t.kind == "saturation" and (t.max_duration, t.stop_written_multiple) != (
-            r.max_duration,
-            r.stop_written_multiple,
-        ):
-            diffs.append(
-                f"stops at {t.stop_written_multiple:g}x capacity or "
-                f"{format_duration(t.max_duration)} (PTS: {r.stop_written_multiple:g}x "
-                f"or {format_duration(r.max_duration)})"
-            )
-        if diffs:
-            out.append(f"{r.title}: " + ", ".join(diffs))
-    return out
