@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,12 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_drive ON runs (model, serial, started);
 """
+
+
+# The history's format, in PRAGMA user_version.  History of the format:
+#   0  (unstamped) the runs table below, written by tkbench before versions were kept
+#   1  the same table, stamped; columns are written and read by name
+HISTORY_VERSION = 1
 
 
 def default_path() -> Path:
@@ -69,6 +75,9 @@ class Entry:
         return dict(self.__dict__)
 
 
+COLUMNS = tuple(f.name for f in fields(Entry))  # the runs table's columns, by name
+
+
 class History:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else default_path()
@@ -89,8 +98,11 @@ class History:
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"history database {self.path}: {exc}") from None
         try:
+            _check_version(con, self.path, write)
             if write:
                 con.executescript(SCHEMA)
+                con.execute(f"PRAGMA user_version = {HISTORY_VERSION}")
+            con.row_factory = sqlite3.Row
             with con:
                 yield con
         except sqlite3.DatabaseError as exc:
@@ -135,30 +147,19 @@ class History:
         )
         with self._db() as con:
             assert con is not None
+            row = {**entry.to_dict(), "headline": json.dumps(entry.headline)}
+            row["checks"] = json.dumps(checks) if checks is not None else None
             con.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    entry.run_dir,
-                    entry.started,
-                    entry.ended,
-                    entry.status,
-                    entry.profile,
-                    entry.host,
-                    entry.target,
-                    entry.model,
-                    entry.serial,
-                    entry.firmware,
-                    entry.capacity,
-                    json.dumps(entry.headline),
-                    json.dumps(checks) if checks is not None else None,
-                ),
+                f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) "
+                f"VALUES ({', '.join(':' + c for c in COLUMNS)})",
+                row,
             )
         return entry
 
     def entries(
         self, model: str | None = None, serial: str | None = None, profile: str | None = None
     ) -> list[Entry]:
-        sql = "SELECT * FROM runs WHERE 1=1"
+        sql = f"SELECT {', '.join(COLUMNS)} FROM runs WHERE 1=1"
         args: list[Any] = []
         for col, val in (("model", model), ("serial", serial), ("profile", profile)):
             if val is not None:
@@ -195,22 +196,23 @@ class History:
         return None
 
 
-def _entry(row: tuple[Any, ...]) -> Entry:
-    return Entry(
-        run_dir=row[0],
-        started=row[1],
-        ended=row[2],
-        status=row[3],
-        profile=row[4],
-        host=row[5],
-        target=row[6],
-        model=row[7],
-        serial=row[8],
-        firmware=row[9],
-        capacity=row[10],
-        headline=json.loads(row[11] or "{}"),
-        checks=json.loads(row[12]) if row[12] else None,
-    )
+def _entry(row: sqlite3.Row) -> Entry:
+    values = {c: row[c] for c in COLUMNS}
+    values["headline"] = json.loads(row["headline"] or "{}")
+    values["checks"] = json.loads(row["checks"]) if row["checks"] else None
+    return Entry(**values)
+
+
+def _check_version(con: sqlite3.Connection, path: Path, write: bool) -> None:
+    """Refuse a history written by a newer tkbench.  Version 0 is the unstamped
+    database written before the history had a version, with the same table: the
+    first write upgrades it by stamping it."""
+    version = int(con.execute("PRAGMA user_version").fetchone()[0])
+    if version > HISTORY_VERSION:
+        raise InputError(
+            f"history database {path}: written by a newer tkbench (version {version}, "
+            f"this one reads up to {HISTORY_VERSION}); upgrade tkbench to use it"
+        )
 
 
 def format_entries(entries: list[Entry]) -> str:
