@@ -23,7 +23,8 @@ from tests.fakes.fio_runner import Call, FakeClock, FakeFio
 from tkbench import engine as engine_mod
 from tkbench import plan as planmod
 from tkbench import profile
-from tkbench.engine import ROUND_CAP, Engine, EngineOptions, check_resumable, new_manifest
+from tkbench.analysis.kinds import ROUND_CAP
+from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
 from tkbench.errors import DeviceError, Interrupted, RunDirError
 from tkbench.store import RunData, RunStore, load_run
 from tkbench.target import open_target
@@ -462,3 +463,11 @@ def test_the_fake_answers_a_kept_job_file_as_fio_3_33_did(
             assert (m[d]["io_bytes"] > 0) == (r[d]["io_bytes"] > 0), d
     assert run.output is not None and len(run.output.jobs) == len(real["jobs"])
     assert "Saving output of prerun" in run.stdout.split("{", 1)[0]
+
+
+def test_every_profile_kind_has_its_rules() -> None:
+    from tkbench.analysis.kinds import KINDS, kind_of
+
+    assert set(profile.KINDS) == set(KINDS)
+    with pytest.raises(ValueError, match="unknown test kind 'hir'"):
+        kind_of({"kind": "hir"})

@@ -31,13 +31,8 @@ from typing import Any, Protocol
 
 from . import __version__, jobfile
 from .analysis import steady
-from .analysis.segments import (
-    reached,
-    segment_of,
-    segment_rounds,
-    segment_verdicts,
-    test_result,
-)
+from .analysis.kinds import Standing, kind_of
+from .analysis.segments import segment_of, segment_rounds, segment_verdicts, test_result
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
 from .results import summarize_round, tracking_values, written_bytes
@@ -48,7 +43,6 @@ from .target import Target
 # An idle gap inside a run shorter than this is never taken for one the drive
 # could recover in (fio's own start-up between rounds takes about 0.4 s).
 IDLE_GAP_MIN = 60.0
-ROUND_CAP = 4
 
 
 class Progress(Protocol):
@@ -295,15 +289,10 @@ class Engine:
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
         if not existing.rounds:
             return "restart"
-        last = existing.rounds[-1]
-        gap = time.time() - float(last.get("ended", 0))
-        if test.spec.kind == "saturation":
-            # write saturation is a continuous history of writes: a gap lets the
-            # drive recover, which would show as a false recovery; start again.
-            return "restart" if gap > self.options.resume_gap else "continue"
-        if gap <= self.options.resume_gap:
-            return "continue"
-        return "re-precondition" if test.precondition is not None else "new-segment"
+        gap = time.time() - float(existing.rounds[-1].get("ended", 0))
+        return kind_of(test.to_dict()).resume_action(
+            gap, self.options.resume_gap, test.precondition is not None
+        )
 
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)
@@ -461,7 +450,11 @@ class Engine:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
         tkbench was stopped) lets the drive recover: start a new segment, after
         preconditioning again, so no steady-state window spans the gap."""
-        if not rounds or test.spec.kind != "steady" or segment_of(rounds[-1]) != segment:
+        if (
+            not rounds
+            or not kind_of(test.to_dict()).idle_starts_segment
+            or segment_of(rounds[-1]) != segment
+        ):
             # no rounds, or a segment a resume has just begun (after preconditioning
             # again): the gap before it is already dealt with
             return segment
@@ -498,26 +491,15 @@ class Engine:
         now: float | None = None,
     ) -> str | None:
         """Why the test stops now (recorded in its result), or None to run a round."""
-        spec = test.spec
-        now = time.time() if now is None else now
-        if spec.kind == "fixed":
-            return f"{spec.repeat} repetition(s) done" if len(rounds) >= spec.repeat else None
-        if spec.kind == "saturation":
-            limit = spec.stop_written_multiple * self.target.capacity
-            if rounds and total_written >= limit:
-                return f"{spec.stop_written_multiple:g}x the capacity written"
-            if now - started >= spec.max_duration:
-                return f"time limit of {spec.max_duration:g} s reached"
-            return None
-        # the round limit applies per segment: a new segment starts a new series;
-        # whatever the segments, a test never runs more than ROUND_CAP x the limit
-        if reached(self._verdicts(test, rounds, segment)):
-            return "steady state reached"
-        if len(segment_rounds(rounds, segment)) >= spec.rounds.max:
-            return f"round limit of {spec.rounds.max} reached"
-        if len(rounds) >= ROUND_CAP * spec.rounds.max:
-            return f"at most {ROUND_CAP * spec.rounds.max} rounds over all segments"
-        return None
+        progress = Standing(
+            rounds=rounds,
+            segment=segment,
+            total_written=total_written,
+            started=started,
+            now=time.time() if now is None else now,
+            capacity=self.target.capacity,
+        )
+        return kind_of(record := test.to_dict()).stop_reason(record, progress)
 
     def _result(
         self,

@@ -23,6 +23,7 @@ from typing import Any
 from ..jobfile import engine_for
 from ..store import RunData, TestData
 from .headline import better_is_higher, headline, test_headline
+from .kinds import KINDS, TestKind, kind_of
 from .segments import last_segment, reached, segment_of, segment_verdicts, test_result
 from .steady import Verdict, evaluate
 from .window import (
@@ -37,9 +38,11 @@ from .window import (
 )
 
 __all__ = [
+    "KINDS",
     "PointMean",
     "RunAnalysis",
     "TestAnalysis",
+    "TestKind",
     "Verdict",
     "analyze_run",
     "analyze_test",
@@ -47,6 +50,7 @@ __all__ = [
     "evaluate",
     "headline",
     "ioengine_used",
+    "kind_of",
     "last_segment",
     "point_means",
     "pooled_percentiles",
@@ -118,18 +122,18 @@ def ioengine_used(plan: Mapping[str, Any], target_kind: str) -> str:
 
 
 def analyze_test(t: TestData) -> TestAnalysis:
-    kind = str(t.plan.get("kind", "steady"))
+    kind = kind_of(t.plan)
     verdicts = segment_verdicts(t.plan, t.rounds)
     win = window(t)
     records = tuple(window_records(t.rounds, win))
     return TestAnalysis(
         name=t.name,
-        kind=kind,
+        kind=kind.name,
         finished=t.finished,
         rounds=len(t.rounds),
         segments=tuple(sorted({segment_of(r) for r in t.rounds})),
         verdicts=verdicts,
-        steady=reached(verdicts) if kind == "steady" else None,
+        steady=reached(verdicts) if kind.has_steady_state else None,
         window=win,
         records=records,
         means=point_means(records),

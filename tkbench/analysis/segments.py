@@ -72,29 +72,19 @@ def test_result(
     stop_reason: str | None = None,
 ) -> dict[str, Any]:
     """A finished test's result.json: its verdicts and a one-line summary."""
+    from .kinds import kind_of
+
     verdicts = segment_verdicts(plan, rounds, segment if segment_rounds_run else None)
-    kind = plan["kind"]
+    kind = kind_of(plan)
     steady = reached(verdicts)
     if total_written is None:
         total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
-    if kind == "steady":
-        window = list(next(iter(verdicts.values())).rounds) if steady else []
-        summary = (
-            f"steady state reached in rounds {window[0]}-{window[-1]}"
-            if steady
-            else f"steady state NOT reached after {len(rounds)} rounds"
-        )
-    elif kind == "saturation":
-        window = []
-        summary = f"{len(rounds)} rounds, {total_written / capacity:.2f}x capacity written"
-    else:
-        window = [int(r["round"]) for r in rounds]
-        summary = f"{len(rounds)} repetition(s)"
+    window, summary = kind.outcome(plan, rounds, steady, total_written, capacity)
     result = {
         "test": plan["name"],
-        "kind": kind,
+        "kind": kind.name,
         "status": "complete",
-        "steady_state": steady if kind == "steady" else None,
+        "steady_state": steady if kind.has_steady_state else None,
         "rounds": len(rounds),
         "segment": segment,
         "window": window,

@@ -19,7 +19,8 @@ from typing import Any
 from ..fiojson import percentile_from_bins
 from ..store import TestData
 from ..vocab import MB, MS, metric
-from .segments import last_segment, segment_verdicts
+from .kinds import kind_of
+from .segments import last_segment
 
 DIRECTIONS = ("read", "write")
 
@@ -29,13 +30,7 @@ def window(test: TestData) -> tuple[int, ...]:
     seg = last_segment(test.rounds)
     if not seg:
         return ()
-    if test.plan.get("kind") == "fixed":
-        return tuple(int(r["round"]) for r in seg)
-    verdicts = segment_verdicts(test.plan, test.rounds)
-    if verdicts:
-        return next(iter(verdicts.values())).rounds
-    size = int((test.plan.get("rounds") or {}).get("window", 5))
-    return tuple(int(r["round"]) for r in seg[-size:])
+    return kind_of(test.plan).window(test.plan, seg)
 
 
 def window_records(

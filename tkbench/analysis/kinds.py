@@ -1,0 +1,156 @@
+"""Test kinds: what makes a steady-state test, write saturation or a fixed test differ.
+
+A kind owns its stop rule, its measurement window, the sentence its result states and
+what a resume after an idle gap does.  The engine asks the kind when to stop; analysis
+asks it for the window; nothing else branches on a kind's name for these rules.  A new
+kind of test (host idle recovery, cross-stimulus recovery, ...) is a new class here
+and its report section.  Pure: plans and rounds are the stored records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .segments import reached, segment_rounds, segment_verdicts
+
+Record = Mapping[str, Any]
+
+# whatever its segments, a steady-state test never runs more than this many times its
+# round limit
+ROUND_CAP = 4
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a test stands when its stop rule is asked."""
+
+    rounds: Sequence[Record]  # every stored round of the test
+    segment: int  # the current segment
+    total_written: int  # bytes written by all rounds
+    started: float  # epoch seconds: the first round's start
+    now: float  # epoch seconds: the moment judged
+    capacity: int  # bytes of the target
+
+
+def _rounds_limits(plan: Record) -> Mapping[str, Any]:
+    limits = plan.get("rounds")
+    return limits if isinstance(limits, Mapping) else {}
+
+
+class TestKind:
+    name = ""
+    has_steady_state = False  # a steady-state verdict decides and is reported
+    idle_starts_segment = False  # an idle gap inside a run begins a new segment
+
+    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+        """Why the test stops now (recorded in its result), or None to run a round."""
+        raise NotImplementedError
+
+    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
+        """Round numbers of the measurement window, from the last segment's rounds."""
+        size = int(_rounds_limits(plan).get("window", 5))
+        return tuple(int(r["round"]) for r in segment[-size:])
+
+    def outcome(
+        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+    ) -> tuple[list[int], str]:
+        """The result's window (as result.json states it) and its one-line summary."""
+        raise NotImplementedError
+
+    def resume_action(self, gap: float, resume_gap: float, preconditioned: bool) -> str:
+        """What a resume after ``gap`` idle seconds does: continue, re-precondition,
+        new-segment or restart (docs/resume.md)."""
+        if gap <= resume_gap:
+            return "continue"
+        return "re-precondition" if preconditioned else "new-segment"
+
+
+class Steady(TestKind):
+    """Rounds until every tracking variable holds the PTS criteria, or the round limit."""
+
+    name = "steady"
+    has_steady_state = True
+    idle_starts_segment = True
+
+    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+        # the round limit applies per segment: a new segment starts a new series
+        limit = int(_rounds_limits(plan).get("max", 25))
+        if reached(segment_verdicts(plan, p.rounds, p.segment)):
+            return "steady state reached"
+        if len(segment_rounds(p.rounds, p.segment)) >= limit:
+            return f"round limit of {limit} reached"
+        if len(p.rounds) >= ROUND_CAP * limit:
+            return f"at most {ROUND_CAP * limit} rounds over all segments"
+        return None
+
+    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
+        verdicts = segment_verdicts(plan, segment)
+        if verdicts:
+            return next(iter(verdicts.values())).rounds
+        return super().window(plan, segment)
+
+    def outcome(
+        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+    ) -> tuple[list[int], str]:
+        if steady:
+            window = list(self.window(plan, rounds))
+            return window, f"steady state reached in rounds {window[0]}-{window[-1]}"
+        return [], f"steady state NOT reached after {len(rounds)} rounds"
+
+
+class Saturation(TestKind):
+    """Write saturation: continuous rounds until a multiple of the capacity is written
+    or a time limit passes."""
+
+    name = "saturation"
+
+    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+        multiple = float(plan.get("stop_written_multiple", 4.0))
+        if p.rounds and p.total_written >= multiple * p.capacity:
+            return f"{multiple:g}x the capacity written"
+        limit = float(plan.get("max_duration", 86400.0))
+        if p.now - p.started >= limit:
+            return f"time limit of {limit:g} s reached"
+        return None
+
+    def outcome(
+        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+    ) -> tuple[list[int], str]:
+        return [], f"{len(rounds)} rounds, {total / capacity:.2f}x capacity written"
+
+    def resume_action(self, gap: float, resume_gap: float, preconditioned: bool) -> str:
+        # a continuous history of writes: a gap lets the drive recover, which would
+        # show as a false recovery; start again
+        return "restart" if gap > resume_gap else "continue"
+
+
+class Fixed(TestKind):
+    """A fixed number of repetitions, without a steady-state rule."""
+
+    name = "fixed"
+
+    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+        repeat = int(plan.get("repeat", 1))
+        return f"{repeat} repetition(s) done" if len(p.rounds) >= repeat else None
+
+    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
+        return tuple(int(r["round"]) for r in segment)
+
+    def outcome(
+        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+    ) -> tuple[list[int], str]:
+        return [int(r["round"]) for r in rounds], f"{len(rounds)} repetition(s)"
+
+
+KINDS: dict[str, TestKind] = {k.name: k for k in (Steady(), Saturation(), Fixed())}
+
+
+def kind_of(plan: Record) -> TestKind:
+    """The kind of a stored or planned test (``steady`` when the plan does not say)."""
+    name = str(plan.get("kind", "steady"))
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ValueError(f"unknown test kind {name!r} (kinds: {', '.join(KINDS)})") from None
