@@ -1,12 +1,13 @@
 """Targets: what tkbench runs fio against.
 
 A Target knows its size and sector size, how fio addresses it, how to identify,
-guard, lock and purge it.  Three kinds:
+guard, lock and purge it.  One interface, a class per kind (:func:`open_target`
+picks it):
 
-* ``block``: a block device (/dev/nvme0n1, /dev/sdb, /dev/loop3);
-* ``file``: a regular file (created at ``--size`` if missing);
-* ``nbd``: an NBD server on a Unix socket (``nbd+unix:///?socket=PATH``), e.g.
-  the bundled SSD emulator.
+* :class:`BlockTarget`: a block device (/dev/nvme0n1, /dev/sdb, /dev/loop3);
+* :class:`FileTarget`: a regular file (created at ``--size`` if missing);
+* :class:`NbdTarget`: an NBD server on a Unix socket (``nbd+unix:///?socket=PATH``),
+  e.g. the bundled SSD emulator.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import DeviceError, InputError, SafetyError
 from .jobfile import engine_for
@@ -32,14 +33,19 @@ EMULATOR_DESCRIPTION = "tkbench SSD emulator"
 
 @dataclass
 class Target:
+    """What tkbench runs fio against; a subclass per kind (file, block device, NBD).
+
+    The engine and the run orchestration use only this interface: how fio addresses
+    the target, the read-only safety checks, the operator's consent, the one-run lock,
+    the purge, health snapshots.
+    """
+
+    kind: ClassVar[str] = ""  # file | block | nbd
     spec: str  # as the user gave it
-    kind: str  # block | file | nbd
     path: str  # device or file path; the URI for nbd
     capacity: int
     logical_sector: int = 512
     identity: dict[str, Any] = field(default_factory=dict)
-    device: Any = None  # tkbench.device.DeviceIdentity for block devices
-    missing: bool = False  # a regular file still to be created (after the guards passed)
 
     def info(self) -> TargetInfo:
         return TargetInfo(self.spec, self.kind, self.capacity, self.logical_sector)
@@ -51,30 +57,15 @@ class Target:
 
     def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
         """Global job-file options that address this target."""
-        engine = engine_for(self.kind, ioengine)
-        if self.kind == "nbd":
-            return {"ioengine": engine, "uri": self.path}
         from .jobfile import filename_value
 
-        return {"ioengine": engine, "filename": filename_value(self.path)}
+        return {"ioengine": engine_for(self.kind, ioengine), "filename": filename_value(self.path)}
 
     # ------------------------------------------------------------ safety
     def check(self, *, force: bool = False) -> None:
-        """Refuse a target that must not be written (read-only checks).
-
-        Block devices and existing regular files go through the same checks
-        (docs/safety.md): swap, loop backing file, open elsewhere, not writable,
-        signatures (``force`` overrides only these).  A file still to be created
-        must fit the free space of its filesystem; an NBD export must be writable.
-        """
-        if self.kind == "nbd":
-            if self.identity.get("read_only"):
-                raise SafetyError(f"refusing to write {self.spec}: the NBD export is read-only")
-            return
-        if self.kind == "file":
-            _check_space(Path(self.path), self.capacity, new=self.missing)
-            if self.missing:
-                return
+        """Refuse a target that must not be written (read-only checks, docs/safety.md):
+        swap, loop backing file, open elsewhere, not writable, mounted, holders,
+        system disk, signatures (``force`` overrides only these)."""
         from .device import check_target
 
         check_target(self.path, force=force)
@@ -87,19 +78,8 @@ class Target:
         interactive: bool,
         prompt: Callable[[str], str] | None = None,
     ) -> None:
-        """The operator's consent to destroy the target's data."""
-        if self.kind == "block":
-            from .device import confirm
-
-            confirm(
-                self.device,
-                confirm_id,
-                assume_yes,
-                True,
-                interactive=interactive,
-                prompt=prompt,
-            )
-            return
+        """The operator's consent to destroy the target's data: ``--yes`` or a typed
+        'yes' (block devices need more: :class:`BlockTarget`)."""
         if assume_yes or confirm_id is not None:
             return
         if interactive and prompt is not None:
@@ -111,19 +91,60 @@ class Target:
             raise SafetyError("not confirmed: nothing was written")
         raise SafetyError(f"{self.spec}: destroying its data needs confirmation: pass --yes")
 
+    def lock_path(self) -> str:
+        return self.path
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the one-run-per-device lock while the body runs."""
         from .device import DeviceLock
 
-        with DeviceLock(self.path if self.kind != "nbd" else _nbd_socket(self.path)):
+        with DeviceLock(self.lock_path()):
             yield
 
     @contextlib.contextmanager
     def materialized(self) -> Iterator[None]:
-        """Create a missing regular-file target at its size (sparse) for the body, which
-        prepares the run; the file is removed again if the body fails, so a run that
-        cannot start leaves no file behind."""
+        """The target exists for the body (a regular file is created: :class:`FileTarget`)."""
+        yield
+
+    def check_purge(self, method: str) -> None:
+        """Refuse, before anything starts, a purge method that cannot apply to this target."""
+
+    def health(self) -> dict[str, Any] | None:
+        """A SMART/health snapshot (None where the target has none)."""
+        return None
+
+    # ------------------------------------------------------------ purge
+    def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
+        """Return the drive to a fresh state; the record of what was done."""
+        t0 = time.monotonic()
+        if method == "none":
+            return _record("none", False, [], t0, ["purge disabled by the profile"])
+        return self._purge(method, allow_fallback, t0)
+
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass
+class FileTarget(Target):
+    """A regular file, created at ``--size`` if missing (after the guards passed)."""
+
+    kind: ClassVar[str] = "file"
+    missing: bool = False  # still to be created
+
+    def check(self, *, force: bool = False) -> None:
+        """A file still to be created must fit its filesystem's free space; an existing
+        one also gets the checks of :meth:`Target.check`."""
+        _check_space(Path(self.path), self.capacity, new=self.missing)
+        if not self.missing:
+            super().check(force=force)
+
+    @contextlib.contextmanager
+    def materialized(self) -> Iterator[None]:
+        """Create a missing file at its size (sparse) for the body, which prepares the
+        run; the file is removed again if the body fails, so a run that cannot start
+        leaves no file behind."""
         if not self.missing:
             yield
             return
@@ -138,51 +159,8 @@ class Target:
             self.missing = True
             raise
 
-    def check_purge(self, method: str) -> None:
-        """Refuse, before anything starts, a purge method that cannot apply to this target."""
-        if self.kind == "block" and method != "none":
-            from .device.purge import check_method
-
-            check_method(self.device, method)
-
-    def health(self) -> dict[str, Any] | None:
-        """A SMART/health snapshot of a block device (None for files and NBD targets)."""
-        if self.kind != "block":
-            return None
-        from .device import health
-
-        interface = getattr(self.device, "interface", None)
-        snap: dict[str, Any] = health(self.path, interface=interface).to_dict()
-        return snap
-
-    # ------------------------------------------------------------ purge
-    def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
-        """Return the drive to a fresh state; the record of what was done."""
-        t0 = time.monotonic()
-        if method == "none":
-            return _record("none", False, [], t0, ["purge disabled by the profile"])
-        if self.kind == "file":
-            return self._purge_file(t0)
-        if self.kind == "nbd":
-            from . import nbd
-
-            nbd.trim(self.path)
-            return _record(
-                "trim",
-                False,
-                [],
-                t0,
-                [f"NBD trim of the whole range ({human_bytes(self.capacity)})"],
-            )
-        from .device import purge as device_purge
-
-        record: dict[str, Any] = device_purge(
-            self.device, method=method, allow_fallback=allow_fallback
-        ).to_dict()
-        return record
-
-    def _purge_file(self, t0: float) -> dict[str, Any]:
-        """Recreate a regular file: drop its blocks (the filesystem discards them), re-extend."""
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+        """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
         try:
             with open(self.path, "r+b") as fh:
                 os.ftruncate(fh.fileno(), 0)
@@ -197,6 +175,74 @@ class Target:
             [],
             t0,
             ["regular file truncated to 0 and re-extended (sparse): not a drive purge"],
+        )
+
+
+@dataclass
+class BlockTarget(Target):
+    """A block device: identified, confirmed by serial, purged by a secure erase."""
+
+    kind: ClassVar[str] = "block"
+    device: Any = None  # tkbench.device.DeviceIdentity
+
+    def confirm(
+        self,
+        *,
+        confirm_id: str | None,
+        assume_yes: bool,
+        interactive: bool,
+        prompt: Callable[[str], str] | None = None,
+    ) -> None:
+        """The drive's serial (or kernel name), never just ``--yes``."""
+        from .device import confirm
+
+        confirm(self.device, confirm_id, assume_yes, True, interactive=interactive, prompt=prompt)
+
+    def check_purge(self, method: str) -> None:
+        if method != "none":
+            from .device.purge import check_method
+
+            check_method(self.device, method)
+
+    def health(self) -> dict[str, Any] | None:
+        from .device import health
+
+        interface = getattr(self.device, "interface", None)
+        snap: dict[str, Any] = health(self.path, interface=interface).to_dict()
+        return snap
+
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+        from .device import purge as device_purge
+
+        record: dict[str, Any] = device_purge(
+            self.device, method=method, allow_fallback=allow_fallback
+        ).to_dict()
+        return record
+
+
+@dataclass
+class NbdTarget(Target):
+    """An NBD export (``nbd+unix:///?socket=PATH``), e.g. the bundled SSD emulator."""
+
+    kind: ClassVar[str] = "nbd"
+
+    def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
+        return {"ioengine": engine_for(self.kind, ioengine), "uri": self.path}
+
+    def check(self, *, force: bool = False) -> None:
+        """Its server owns its data; only a read-only export is refused."""
+        if self.identity.get("read_only"):
+            raise SafetyError(f"refusing to write {self.spec}: the NBD export is read-only")
+
+    def lock_path(self) -> str:
+        return _nbd_socket(self.path)
+
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+        from . import nbd
+
+        nbd.trim(self.path)
+        return _record(
+            "trim", False, [], t0, [f"NBD trim of the whole range ({human_bytes(self.capacity)})"]
         )
 
 
@@ -257,7 +303,7 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
     if cap <= 0:
         raise InputError(f"target {spec} is an empty file; give --size to set its size")
     resolved = path.resolve()
-    return Target(spec, "file", str(resolved), cap, 512, _file_identity(resolved, cap))
+    return FileTarget(spec, str(resolved), cap, 512, _file_identity(resolved, cap))
 
 
 def _create_file(path: Path, size: int | None) -> Target:
@@ -270,7 +316,7 @@ def _create_file(path: Path, size: int | None) -> Target:
         raise InputError(f"target {path}: directory {path.parent} does not exist")
     resolved = path.parent.resolve() / path.name
     ident = _file_identity(resolved, size, path.parent)
-    return Target(str(path), "file", str(resolved), size, 512, ident, missing=True)
+    return FileTarget(str(path), str(resolved), size, 512, ident, missing=True)
 
 
 def _resize(path: Path, size: int, new: bool = False) -> None:
@@ -345,7 +391,7 @@ def _open_block(spec: str) -> Target:
     if cap <= 0:
         raise DeviceError(f"{spec}: cannot determine the device's capacity")
     sector = int(data.get("logical_sector") or 512)
-    return Target(spec, "block", os.path.realpath(spec), cap, sector, data, device=ident)
+    return BlockTarget(spec, os.path.realpath(spec), cap, sector, data, device=ident)
 
 
 def _open_nbd(spec: str, size: int | None) -> Target:
@@ -380,4 +426,4 @@ def _open_nbd(spec: str, size: int | None) -> Target:
         ident["notes"] = [
             "the bundled SSD emulator, not a real drive: " + info.description,
         ]
-    return Target(spec, "nbd", spec, info.size, sector, ident)
+    return NbdTarget(spec, spec, info.size, sector, ident)
