@@ -121,3 +121,12 @@ def test_verdict_to_dict_round_trips_numbers() -> None:
     assert d["reached"] is True
     assert d["rounds"] == [1, 2, 3, 4, 5]
     assert d["excursion_ratio"] == pytest.approx(1 / 10.4)
+
+
+def test_one_timestamp_format_iso_utc_with_offset() -> None:
+    from datetime import datetime
+
+    from tkbench.units import timestamp
+
+    assert timestamp(0) == "1970-01-01T00:00:00+00:00"
+    assert datetime.fromisoformat(timestamp()).utcoffset() is not None

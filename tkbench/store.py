@@ -24,7 +24,6 @@ import json
 import os
 import re
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 
 from . import shapes
 from .errors import DeviceError, RunDirError
+from .units import timestamp
 
 SCHEMA = 1
 KIND = "tkbench-run"
@@ -244,7 +244,7 @@ class RunStore:
 
     def log(self, message: str) -> None:
         """Append a timestamped line to events.log (for people; not read back as data)."""
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        stamp = timestamp()
         try:
             with (self.root / "events.log").open("a", encoding="utf-8") as fh:
                 fh.write(f"{stamp} {message}\n")

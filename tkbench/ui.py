@@ -8,13 +8,13 @@ import threading
 import time
 from typing import Any, TextIO
 
-from .units import format_duration, human_bytes
+from .units import format_duration, human_bytes, timestamp
 
 SATURATION_STEPS = 1000  # resolution of the write-saturation bar
 
 
 def _stamp() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S")
+    return timestamp()
 
 
 class LogProgress:

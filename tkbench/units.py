@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import time
+from datetime import UTC, datetime
 from fractions import Fraction
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)\s*$", re.IGNORECASE)
@@ -36,6 +38,13 @@ def parse_size(text: str | int) -> int:
     if value > MAX_SIZE:
         raise ValueError(f"size {text} is beyond what Linux can address (8 EiB)")
     return value
+
+
+def timestamp(epoch: float | None = None) -> str:
+    """The one timestamp format of tkbench's logs and records: ISO 8601 in UTC with its
+    offset, ``2026-11-23T09:07:36+00:00`` (now, or ``epoch`` seconds)."""
+    t = time.time() if epoch is None else epoch
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
 def format_size(n: float) -> str:

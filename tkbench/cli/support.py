@@ -10,13 +10,13 @@ import select
 import shlex
 import shutil
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INTERNAL
+from ..units import timestamp
 
 
 @dataclass
@@ -120,7 +120,7 @@ def internal_error(exc: BaseException) -> int:
     where = ""
     log = SESSION.run_dir / "events.log" if SESSION.run_dir else None
     if log is not None and log.is_file():
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        stamp = timestamp()
         try:
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(f"{stamp} internal error, traceback:\n{text}")

@@ -9,10 +9,10 @@ only.  Taking a snapshot never raises because of a tool.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..units import timestamp
 from ._common import as_int, last_line, load_json_object, try_run
 from .identify import TOOL_TIMEOUT, detect_interface, smartctl_failure
 from .sysfs import Sysfs
@@ -48,7 +48,7 @@ class HealthSnapshot:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return timestamp()
 
 
 def _kelvin_or_celsius(value: object) -> float | None:
