@@ -24,7 +24,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,7 +35,7 @@ from .analysis.kinds import Standing, kind_of
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts, test_result
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
-from .results import summarize_round, tracking_values, written_bytes
+from .results import StatusStream, summarize_round, tracking_values, written_bytes
 from .runner import FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
@@ -317,8 +317,16 @@ class Engine:
         return d
 
     def _fio(
-        self, test: PlannedTest, name: str, text: str, json_plus: bool, planned: float
+        self,
+        test: PlannedTest,
+        name: str,
+        text: str,
+        json_plus: bool,
+        planned: float,
+        labels: Mapping[str, str],
     ) -> FioRun:
+        """Run one fio job file; its live figures go to the progress display as
+        ``fio_status`` events (``labels``: fio job name -> what people call it)."""
         workdir = self._workdir()
         path = workdir / "job.fio"
         try:
@@ -329,7 +337,12 @@ class Engine:
             ) from None
         timeout = planned + self.options.fio_timeout_margin
         try:
-            run = self.runner.run(path, workdir, json_plus=json_plus, timeout=timeout)
+            status = StatusStream(
+                labels, lambda fig: self.progress.event("fio_status", test=test, **fig.to_dict())
+            )
+            run = self.runner.run(
+                path, workdir, json_plus=json_plus, timeout=timeout, on_line=status.feed
+            )
         except FioFailed as exc:
             info = {**exc.run.info(), "error": str(exc), "test": test.name}
             self.store.save_failure(
@@ -349,7 +362,14 @@ class Engine:
         limit = self.plan.profile.precondition.max_duration
         # generous: at 1 MB/s per GB of capacity this still ends (a real drive is far faster)
         planned = limit or max(3600.0, pre.total_bytes / 1e6)
-        run = self._fio(test, "precondition", text, json_plus=False, planned=planned)
+        run = self._fio(
+            test,
+            "precondition",
+            text,
+            json_plus=False,
+            planned=planned,
+            labels={"precondition": "preconditioning"},
+        )
         assert run.output is not None
         written = sum(j.write.io_bytes for j in run.output.jobs)
         record = {
@@ -393,7 +413,12 @@ class Engine:
             handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
             text = self._round_text(test, handoff)
             run = self._fio(
-                test, f"round-{n:04d}", text, json_plus=spec.histogram, planned=test.round_seconds
+                test,
+                f"round-{n:04d}",
+                text,
+                json_plus=spec.histogram,
+                planned=test.round_seconds,
+                labels={p.job_name: p.label for p in test.points},
             )
             assert run.output is not None
             try:

@@ -12,8 +12,9 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import CommandError, ToolMissingError
@@ -62,6 +63,7 @@ def run(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     term_grace: float = 5.0,
+    on_line: Callable[[str], None] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion and return its output.
 
@@ -69,6 +71,8 @@ def run(
     program raises :class:`ToolMissingError`.  On timeout or any exception
     (including KeyboardInterrupt) the child's whole process group is stopped:
     SIGTERM first (fio then ends its jobs cleanly), SIGKILL after ``term_grace``.
+    ``on_line`` is called with every line of stdout as it arrives (from a reader
+    thread; an exception it raises is ignored), for live figures of a long run.
     """
     args = [str(a) for a in argv]
     if not args:
@@ -95,10 +99,16 @@ def run(
     except PermissionError as exc:
         raise ToolMissingError(f"cannot execute '{args[0]}': permission denied") from exc
     try:
-        out, err = proc.communicate(input=input_text, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        if on_line is None:
+            out, err = proc.communicate(input=input_text, timeout=timeout)
+        else:
+            out, err = _stream(proc, on_line, timeout)
+    except subprocess.TimeoutExpired as exc:
         kill_group(proc)
-        out, err = proc.communicate()
+        if on_line is None:
+            out, err = proc.communicate()
+        else:
+            out, err = str(exc.output or ""), str(exc.stderr or "")
         raise CommandError(args, None, out, err, reason=f"timed out after {timeout:g} s") from None
     except BaseException:
         stop_group(proc, term_grace)
@@ -107,6 +117,42 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(args, proc.returncode, out, err)
     return done
+
+
+def _stream(
+    proc: subprocess.Popen[str], on_line: Callable[[str], None], timeout: float | None
+) -> tuple[str, str]:
+    """Wait for ``proc`` like communicate(), passing each stdout line on as it comes."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[str] = []
+    err: list[str] = []
+    stdout, stderr = proc.stdout, proc.stderr
+
+    def read_out() -> None:
+        for line in stdout:
+            out.append(line)
+            with contextlib.suppress(Exception):
+                on_line(line)
+
+    def read_err() -> None:
+        err.append(stderr.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+    for t in readers:
+        t.start()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.wait()
+        for t in readers:
+            t.join()
+        raise subprocess.TimeoutExpired(
+            proc.args, timeout or 0.0, output="".join(out), stderr="".join(err)
+        ) from None
+    for t in readers:
+        t.join()
+    return "".join(out), "".join(err)
 
 
 def stop_group(proc: subprocess.Popen[str], grace: float) -> None:

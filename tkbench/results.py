@@ -7,14 +7,15 @@ people (tracking variables, reports) use IOPS, MB/s (10^6 bytes/s) and ms.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import FioJobError
-from .fiojson import DirStats, FioOutput, JobStats, combine
+from .errors import FioJobError, FioParseError
+from .fiojson import DirStats, FioOutput, JobStats, combine, parse
 from .plan import Point
 from .profile import Tracking
-from .vocab import metric
+from .vocab import MB, metric
 
 
 def dir_summary(d: DirStats, with_bins: bool = False) -> dict[str, Any]:
@@ -101,3 +102,87 @@ def tracking_values(
 
 def written_bytes(summaries: Sequence[Mapping[str, Any]]) -> int:
     return int(sum(s["write"]["io_bytes"] for s in summaries))
+
+
+# --------------------------------------------------------------------------- live figures
+
+
+@dataclass(frozen=True)
+class LiveFigures:
+    """What fio did since its previous status report, for people watching a round."""
+
+    point: str  # the point's label, "4k 0/100"
+    iops: float
+    mbs: float  # MB/s (10^6 bytes/s)
+    lat_ms: float  # mean response time
+    seconds: float  # the interval the figures cover
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Totals = dict[str, tuple[float, float, float, float]]
+
+
+def _totals(output: FioOutput) -> Totals:
+    """Per job name (clones summed): I/Os, bytes, latency sum (ns), runtime (ms)."""
+    out: Totals = {}
+    for job in output.jobs:
+        ios = latsum = nbytes = runtime = 0.0
+        for d in (job.read, job.write):
+            n = float(d.total_ios or 0)
+            ios += n
+            nbytes += d.io_bytes
+            latsum += d.lat.mean * n
+            # the directions' own runtime is I/O time; the job's also counts the wait
+            # for its turn (startdelay, the hand-off)
+            runtime = max(runtime, d.runtime_ms)
+        i, b, s, r = out.get(job.name, (0.0, 0.0, 0.0, 0.0))
+        out[job.name] = (i + ios, b + nbytes, s + latsum, max(r, runtime))
+    return out
+
+
+class StatusStream:
+    """Reads fio's output line by line while it runs with ``--status-interval`` (a JSON
+    document per interval) and reports the point that did I/O since the previous
+    document: its IOPS, MB/s and mean response time over that interval."""
+
+    def __init__(self, labels: Mapping[str, str], report: Callable[[LiveFigures], None]) -> None:
+        self.labels = labels  # fio job name -> point label
+        self.report = report
+        self._doc: list[str] | None = None
+        self._prev: Totals = {}
+
+    def feed(self, line: str) -> None:
+        if self._doc is None:
+            if line.startswith("{"):
+                self._doc = [line]
+            return
+        self._doc.append(line)
+        if line.rstrip() == "}":  # fio closes each document at the start of a line
+            text, self._doc = "".join(self._doc), None
+            try:
+                totals = _totals(parse(text))
+            except FioParseError:
+                return
+            figures = self._figures(totals)
+            self._prev = totals
+            if figures is not None:
+                self.report(figures)
+
+    def _figures(
+        self, totals: Mapping[str, tuple[float, float, float, float]]
+    ) -> LiveFigures | None:
+        found = None
+        for name, (ios, nbytes, latsum, runtime) in totals.items():
+            pi, pb, ps, pr = self._prev.get(name, (0.0, 0.0, 0.0, 0.0))
+            dios, dt = ios - pi, (runtime - pr) / 1000.0
+            if dios > 0 and dt > 0:
+                found = LiveFigures(
+                    point=self.labels.get(name, name),
+                    iops=dios / dt,
+                    mbs=(nbytes - pb) / dt / MB,
+                    lat_ms=(latsum - ps) / dios / 1e6,
+                    seconds=dt,
+                )
+        return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -57,6 +58,10 @@ class FioFailed(DeviceError):
         self.run = run
 
 
+# Seconds between fio's status reports while a round runs (live figures).
+STATUS_INTERVAL = 5
+
+
 class FioRunner(Protocol):
     def version(self) -> str: ...
 
@@ -68,6 +73,7 @@ class FioRunner(Protocol):
         json_plus: bool,
         timeout: float,
         expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,
     ) -> FioRun: ...
 
     @property
@@ -102,9 +108,13 @@ class LocalFio:
             self._version = out
         return self._version
 
-    def command(self, jobfile: Path, json_plus: bool) -> list[str]:
+    # fio's client mode prints no status reports in JSON: live figures are local only
+    live_status = True
+
+    def command(self, jobfile: Path, json_plus: bool, status: bool = False) -> list[str]:
         fmt = "json+" if json_plus else "json"
-        return [self.binary, f"--output-format={fmt}", *self._job_args(jobfile.absolute())]
+        every = [f"--status-interval={STATUS_INTERVAL}"] if status else []
+        return [self.binary, f"--output-format={fmt}", *every, *self._job_args(jobfile.absolute())]
 
     def _job_args(self, jobfile: Path) -> list[str]:
         return [str(jobfile)]
@@ -117,18 +127,27 @@ class LocalFio:
         json_plus: bool,
         timeout: float,
         expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,
     ) -> FioRun:
-        argv = self.command(jobfile, json_plus)
+        """Run a job file.  With ``on_line``, fio reports its status every
+        :data:`STATUS_INTERVAL` s and each line reaches ``on_line`` as it comes; of
+        those reports only the final one is kept as the run's output."""
+        status = on_line is not None and self.live_status
+        argv = self.command(jobfile, json_plus, status)
         started = time.time()
         t0 = time.monotonic()
         try:
-            done = proc.run(argv, timeout=timeout, check=False, cwd=workdir)
+            done = proc.run(
+                argv, timeout=timeout, check=False, cwd=workdir, on_line=on_line if status else None
+            )
         except CommandError as exc:  # timeout
-            run = FioRun(argv, None, exc.stdout, exc.stderr, time.monotonic() - t0, started)
+            out = final_report(exc.stdout) if status else exc.stdout
+            run = FioRun(argv, None, out, exc.stderr, time.monotonic() - t0, started)
             raise FioFailed(str(exc), run) from None
-        run = FioRun(argv, done.returncode, done.stdout, done.stderr, done.seconds, started)
+        out = final_report(done.stdout) if status else done.stdout
+        run = FioRun(argv, done.returncode, out, done.stderr, done.seconds, started)
         try:
-            run.output = parse(done.stdout)
+            run.output = parse(out)
         except FioParseError as exc:
             why = _last_line(done.stderr) or str(exc)
             raise FioFailed(
@@ -155,6 +174,8 @@ class ClientFio(LocalFio):
             raise TkbenchError("no fio servers given")
         self.servers = servers
 
+    live_status = False
+
     @property
     def hosts(self) -> list[str]:
         return list(self.servers)
@@ -169,6 +190,26 @@ class ClientFio(LocalFio):
 
     def _job_args(self, jobfile: Path) -> list[str]:
         return [arg for host in self.servers for arg in (f"--client={host}", str(jobfile))]
+
+
+def final_report(stdout: str) -> str:
+    """fio's output with ``--status-interval`` less all but its last JSON document: the
+    interval reports are cumulative snapshots of the same jobs, and the last one is
+    the result (text fio printed outside the documents, warnings, is kept)."""
+    lines = stdout.splitlines(keepends=True)
+    kept: list[str] = []
+    doc: list[str] | None = None
+    last: list[str] = []
+    for line in lines:
+        if doc is None and line.startswith("{"):
+            doc = [line]
+        elif doc is not None:
+            doc.append(line)
+            if line.rstrip() == "}":
+                last, doc = doc, None
+        else:
+            kept.append(line)
+    return "".join(kept + last + (doc or []))
 
 
 FIO_SERVER_PORT = 8765  # fio's default

@@ -161,6 +161,7 @@ class FakeFio:
         json_plus: bool,
         timeout: float,
         expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,  # no live figures from the fake
     ) -> FioRun:
         text = jobfile.read_text(encoding="utf-8")
         sections = parse_jobfile(text)

@@ -199,13 +199,16 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
+    from ..runner import STATUS_INTERVAL
     from ..ui import LogProgress, RichProgress
 
     if SESSION.quiet:
         return support.WatchedProgress(support.NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
         return support.WatchedProgress(RichProgress())
-    return support.WatchedProgress(LogProgress())
+    # fio's live figures: a line a minute in logs, every report with -v
+    every = STATUS_INTERVAL if SESSION.verbose else 60.0
+    return support.WatchedProgress(LogProgress(status_every=every))
 
 
 def cmd_history(args: argparse.Namespace) -> int:
