@@ -465,7 +465,16 @@ class Engine:
         total_written: int,
         stop_reason: str,
     ) -> None:
-        result = self._result(test, rounds, segment, total_written, stop_reason)
+        seg = segment_rounds(rounds, segment) or rounds
+        result = test_result(
+            test.to_dict(),
+            rounds,
+            self.target.capacity,
+            segment,
+            total_written,
+            len(seg),
+            stop_reason=stop_reason,
+        )
         self._health(test, "after")
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result['summary']}")
@@ -525,25 +534,6 @@ class Engine:
             capacity=self.target.capacity,
         )
         return kind_of(record := test.to_dict()).stop_reason(record, progress)
-
-    def _result(
-        self,
-        test: PlannedTest,
-        rounds: list[dict[str, Any]],
-        segment: int,
-        total_written: int,
-        stop_reason: str,
-    ) -> dict[str, Any]:
-        seg = segment_rounds(rounds, segment) or rounds
-        return test_result(
-            test.to_dict(),
-            rounds,
-            self.target.capacity,
-            segment,
-            total_written,
-            len(seg),
-            stop_reason=stop_reason,
-        )
 
 
 def _written(rounds: list[dict[str, Any]]) -> int:
