@@ -140,18 +140,26 @@ def _stream(
     readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
     for t in readers:
         t.start()
+    def finish() -> None:  # the readers end once the process group is gone
+        for t in readers:
+            t.join()
+        stdout.close()
+        stderr.close()
+
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         proc.wait()
-        for t in readers:
-            t.join()
+        finish()
         raise subprocess.TimeoutExpired(
             proc.args, timeout or 0.0, output="".join(out), stderr="".join(err)
         ) from None
-    for t in readers:
-        t.join()
+    except BaseException:  # Ctrl-C, SIGTERM: stop fio first, or the readers never end
+        stop_group(proc, 5.0)
+        finish()
+        raise
+    finish()
     return "".join(out), "".join(err)
 
 

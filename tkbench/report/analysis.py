@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test, samples_needed
+from ..analysis.load import QUEUE_LOW, QueueShare, queue_shares, saturation_series
 from ..analysis.segments import segment_of
 from ..analysis.steady import Verdict
 from ..analysis.window import DIRECTIONS, PointMean, find_point, merge_bins
@@ -60,7 +61,6 @@ from .records import (
     anchor,
     as_dict,
     block_sizes,
-    mean,
     mix_caption,
     mix_label,
     mixes,
@@ -317,66 +317,42 @@ def round_rows(
 
 # --------------------------------------------------------------------------- Little's law
 
-QUEUE_LOW = 0.8  # below this share of the configured queue the host may be the limit
-QUEUE_HIGH = 1.05  # above it IOPS and response times cannot both be right
-
 
 def pct(fraction: float) -> str:
     return f"{fraction * 100:.0f} %"
 
 
 def queue_check(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
-    """Little's law over the window: I/Os in flight = IOPS x mean response time.
-
-    fio keeps jobs x queue depth I/Os outstanding, so every point should come out
-    close to that number.  Far below it, the host (CPU, interrupts, the I/O
-    engine) limited the rate rather than the drive; above it, the IOPS and the
-    response times of the point disagree.  Each round's product is taken, then
-    their mean (the product of the window means would overstate it whenever IOPS
-    and response time move against each other from round to round).  Returns the
-    sentence for the report and whether it is a warning.
-    """
-    planned = {(int(p["bs"]), int(p["read_pct"])): p for p in plan_points(plan)}
-    products: dict[tuple[int, int], list[float]] = {}
-    for r in records:
-        for p in r.get("points", []):
-            iops, lat_ns = num(p.get("iops")), num(p.get("lat_mean_ns"))
-            if iops > 0 and lat_ns > 0:
-                key = (int(p["bs"]), int(p["read_pct"]))
-                products.setdefault(key, []).append(iops * lat_ns / 1e9)
-    found: list[tuple[float, str, int]] = []  # (share of the queue, point, queue)
-    for key, values in products.items():
-        planned_point = planned.get(key)
-        if planned_point is None:
-            continue
-        queue = int(planned_point.get("numjobs", 1)) * int(planned_point.get("iodepth", 1))
-        label = f"{format_size(key[0])} {mix_label(key[1])}"
-        found.append((mean(values) / queue, label, queue))
+    """The sentence of the Little's-law check (:func:`tkbench.analysis.load.queue_shares`)
+    over the window, and whether it is a warning."""
+    found = queue_shares(plan, records)
     if not found:
         return "", False
-    found.sort()
-    lo, hi = found[0][0], found[-1][0]
-    queues = sorted({q for _, _, q in found})
-    queue_text = " or ".join(str(q) for q in queues)
+
+    def label(q: QueueShare) -> str:
+        return f"{format_size(q.bs)} {mix_label(q.read_pct)}"
+
+    lo, hi = found[0].share, found[-1].share
+    queue_text = " or ".join(str(q) for q in sorted({q.queue for q in found}))
     kept = f"{pct(lo)}" if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
     text = (
         "Little's law check: IOPS × mean response time is the number of I/Os in flight. "
         f"Over the measurement window the points kept {kept} of the {queue_text} "
         "outstanding I/Os fio was given (jobs × queue depth)"
     )
-    low = [f"{label} ({pct(share)})" for share, label, _ in found if share < QUEUE_LOW]
+    low = [f"{label(q)} ({pct(q.share)})" for q in found if q.low]
     if low:
         more = f" and {len(low) - 5} more" if len(low) > 5 else ""
         text += (
             f". Below {pct(QUEUE_LOW)}: {', '.join(low[:5])}{more}; there the host (CPU, "
             "interrupt handling or the I/O engine), not the drive, may have limited the rate"
         )
-    if hi > QUEUE_HIGH:
+    if found[-1].high:
         text += (
             ". Above 100 %, IOPS and response times disagree: check fio's raw output of "
-            f"{found[-1][1]}"
+            f"{label(found[-1])}"
         )
-    return text + ".", bool(low) or hi > QUEUE_HIGH
+    return text + ".", bool(low) or found[-1].high
 
 
 # --------------------------------------------------------------------------- saturation
@@ -385,40 +361,26 @@ def queue_check(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -
 def saturation(
     plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], capacity: int
 ) -> Saturation | None:
-    """IOPS and latency of the write-saturation point, per round."""
-    points = plan_points(plan)
-    if not rounds or not points:
+    """IOPS and latency of the write-saturation point, per round
+    (:func:`tkbench.analysis.load.saturation_series`), with its summary table."""
+    series = saturation_series(plan, rounds)
+    if series is None:
         return None
-    bs, m = int(points[0]["bs"]), int(points[0]["read_pct"])
-    t0 = num(rounds[0].get("started"))
-    nums, minutes, gbw, iops, lat, latmax = [], [], [], [], [], []
-    for r in rounds:
-        p = find_point(r, bs, m)
-        if p is None:
-            continue
-        nums.append(int(r["round"]))
-        minutes.append((num(r.get("ended")) - t0) / 60.0)
-        gbw.append(num(r.get("total_written_bytes")) / fmt.GB)
-        iops.append(num(p.get("iops")))
-        lat.append(num(p.get("lat_mean_ns")) / MS)
-        latmax.append(num(p.get("lat_max_ns")) / MS)
-    if not iops:
-        return None
-    tail = slice(-int(as_dict(plan.get("rounds")).get("window", 5)), None)
     sat = Saturation(
-        point=f"{format_size(bs)} {mix_label(m)}",
-        minutes=tuple(minutes),
-        written_gb=tuple(gbw),
-        iops=tuple(iops),
-        lat_mean_ms=tuple(lat),
-        lat_max_ms=tuple(latmax),
+        point=f"{format_size(series.bs)} {mix_label(series.read_pct)}",
+        minutes=series.minutes,
+        written_gb=tuple(b / fmt.GB for b in series.written_bytes),
+        iops=series.iops,
+        lat_mean_ms=series.lat_mean_ms,
+        lat_max_ms=series.lat_max_ms,
         capacity_bytes=capacity,
-        final_rounds=tuple(nums[tail]),
-        final_iops=mean(iops[tail]),
-        final_lat_ms=mean(lat[tail]),
+        final_rounds=series.final_rounds,
+        final_iops=series.final_iops,
+        final_lat_ms=series.final_lat_ms,
         rows=(),
     )
-    return replace(sat, rows=saturation_rows(sat, nums, num(points[0].get("runtime"))))
+    runtime = num(plan_points(plan)[0].get("runtime"))
+    return replace(sat, rows=saturation_rows(sat, series.rounds, runtime))
 
 
 def saturation_rows(sat: Saturation, nums: Sequence[int], runtime: float) -> tuple[Row, ...]:
