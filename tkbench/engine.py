@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from . import __version__, jobfile
 from .analysis import steady
-from .analysis.kinds import Standing, kind_of
-from .analysis.segments import segment_of, segment_rounds, segment_verdicts, test_result
+from .analysis.kinds import Standing, kind_of, test_result
+from .analysis.segments import segment_of, segment_rounds, segment_verdicts
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest
 from .results import StatusStream, summarize_round, tracking_values, written_bytes

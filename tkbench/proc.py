@@ -140,6 +140,7 @@ def _stream(
     readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
     for t in readers:
         t.start()
+
     def finish() -> None:  # the readers end once the process group is gone
         for t in readers:
             t.join()

@@ -23,8 +23,8 @@ from typing import Any
 from ..jobfile import engine_for
 from ..store import RunData, TestData
 from .headline import better_is_higher, headline, test_headline
-from .kinds import KINDS, TestKind, kind_of
-from .segments import last_segment, reached, segment_of, segment_verdicts, test_result
+from .kinds import KINDS, TestKind, kind_of, test_result
+from .segments import last_segment, reached, segment_of, segment_verdicts
 from .steady import Verdict, evaluate
 from .window import (
     PointMean,

@@ -9,6 +9,7 @@ and its report section.  Pure: plans and rounds are the stored records.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,3 +155,37 @@ def kind_of(plan: Record) -> TestKind:
         return KINDS[name]
     except KeyError:
         raise ValueError(f"unknown test kind {name!r} (kinds: {', '.join(KINDS)})") from None
+
+
+def test_result(
+    plan: Mapping[str, Any],
+    rounds: Sequence[Mapping[str, Any]],
+    capacity: int,
+    segment: int = 1,
+    total_written: int | None = None,
+    segment_rounds_run: int | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """A finished test's result.json: its verdicts and a one-line summary."""
+    verdicts = segment_verdicts(plan, rounds, segment if segment_rounds_run else None)
+    kind = kind_of(plan)
+    steady = reached(verdicts)
+    if total_written is None:
+        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
+    window, summary = kind.outcome(plan, rounds, steady, total_written, capacity)
+    result = {
+        "test": plan["name"],
+        "kind": kind.name,
+        "status": "complete",
+        "steady_state": steady if kind.has_steady_state else None,
+        "rounds": len(rounds),
+        "segment": segment,
+        "window": window,
+        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+        "total_written_bytes": total_written,
+        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
+        "summary": summary,
+    }
+    if stop_reason is not None:
+        result["stop_reason"] = stop_reason
+    return result

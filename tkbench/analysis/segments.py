@@ -10,7 +10,6 @@ reader of a stored run use these functions, so they cannot disagree.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,39 +59,3 @@ def segment_verdicts(
 def reached(verdicts: Mapping[str, Verdict]) -> bool:
     """Steady state: every tracking variable holds (and there is one)."""
     return bool(verdicts) and all(v.reached for v in verdicts.values())
-
-
-def test_result(
-    plan: Mapping[str, Any],
-    rounds: Sequence[Mapping[str, Any]],
-    capacity: int,
-    segment: int = 1,
-    total_written: int | None = None,
-    segment_rounds_run: int | None = None,
-    stop_reason: str | None = None,
-) -> dict[str, Any]:
-    """A finished test's result.json: its verdicts and a one-line summary."""
-    from .kinds import kind_of
-
-    verdicts = segment_verdicts(plan, rounds, segment if segment_rounds_run else None)
-    kind = kind_of(plan)
-    steady = reached(verdicts)
-    if total_written is None:
-        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
-    window, summary = kind.outcome(plan, rounds, steady, total_written, capacity)
-    result = {
-        "test": plan["name"],
-        "kind": kind.name,
-        "status": "complete",
-        "steady_state": steady if kind.has_steady_state else None,
-        "rounds": len(rounds),
-        "segment": segment,
-        "window": window,
-        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
-        "total_written_bytes": total_written,
-        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
-        "summary": summary,
-    }
-    if stop_reason is not None:
-        result["stop_reason"] = stop_reason
-    return result

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TkbenchError
 from . import support
-from .parser import build_parser, path_arg
+from .options import path_arg
+from .parser import build_parser
 from .support import SESSION
 
 __all__ = ["build_parser", "main", "path_arg"]

@@ -1,21 +1,17 @@
 """The argument parser of every ``tkbench`` command (argparse, raising instead of exiting).
 
-Plain options may be given once only (:class:`_Once`); numbers are range-checked and
+Plain options may be given once only (:class:`.options.Once`); numbers are range-checked and
 paths checked for emptiness while parsing, so bad input fails before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from .. import profile as profilemod
-from ..errors import InputError
-from ..units import parse_size
 from . import tools
 from .commands import (
     cmd_compare,
@@ -26,77 +22,7 @@ from .commands import (
     cmd_run,
     cmd_show,
 )
-
-
-class _Once(argparse.Action):
-    """A single-valued option given twice with different values is an error, never
-    "the last one wins": two ``--confirm`` IDs, two ``--out`` directories or two
-    ``--target`` paths mean the command line is not what its author thinks."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        seen: dict[str, Any] = namespace.__dict__.setdefault("_given", {})
-        if self.dest in seen and seen[self.dest] != values:
-            raise InputError(
-                f"{option_string or self.dest} given twice with different values "
-                f"({seen[self.dest]} and {values})"
-            )
-        seen[self.dest] = values
-        setattr(namespace, self.dest, values)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so errors share one path, and whose
-    plain options may be given once only (:class:`_Once`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.register("action", None, _Once)
-        self.register("action", "store", _Once)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(f"{self.prog}: {message}")
-
-
-def _size_arg(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def path_arg(text: str) -> Path:
-    """A path option: an empty value is refused (``Path("")`` would mean the current
-    directory, and a run directory or report would land there)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("empty path")
-    return Path(text)
-
-
-def _number(
-    low: float, high: float, *, low_open: bool = False, unit: str = ""
-) -> Callable[[str], float]:
-    """A float option within [low, high] (or (low, high]): finite, no NaN."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        too_low = value <= low if low_open else value < low
-        if not math.isfinite(value) or too_low or value > high:
-            bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is out of range: give a number {bound} and at most {high:g}{unit}"
-            )
-        return value
-
-    return parse
+from .options import Parser, number, path_arg, size_arg
 
 
 def _add_profile_args(p: argparse.ArgumentParser) -> None:
@@ -125,7 +51,7 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--size",
-        type=_size_arg,
+        type=size_arg,
         metavar="SIZE",
         help="size of a regular-file target (created if missing), e.g. 64M",
     )
@@ -144,7 +70,7 @@ def _add_history_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(
+    ap = Parser(
         prog="tkbench",
         description="SNIA PTS-style SSD qualification with fio: purge, precondition, "
         "rounds to steady state, PDF report.",
@@ -153,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"tkbench {__version__}")
     _add_verbosity(ap, False)
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     p = sub.add_parser("plan", help="print the exact plan, job files and duration; touch nothing")
     _add_profile_args(p)
@@ -161,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
     p.add_argument(
         "--assume-mbps",
-        type=_number(0, 1e7, low_open=True, unit=" MB/s"),
+        type=number(0, 1e7, low_open=True, unit=" MB/s"),
         default=1000.0,
         help="sequential write rate assumed for the preconditioning estimate (default 1000 MB/s)",
     )
@@ -206,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--resume-gap",
-        type=_number(0, 30 * 86400, unit=" s"),
+        type=number(0, 30 * 86400, unit=" s"),
         default=300.0,
         metavar="SECONDS",
         help="idle time after which a resumed test is preconditioned again (default 300)",
@@ -239,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--regression-threshold",
-        type=_number(0, 1000, unit=" %"),
+        type=number(0, 1000, unit=" %"),
         metavar="PCT",
         help="fail (exit 1) when a headline number is worse than the baseline by "
         "more than PCT %% (0 turns the check off; default: the profile's "

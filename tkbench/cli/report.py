@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .parser import path_arg
+from .options import path_arg
 
 
 def register(subparsers: Any) -> None:

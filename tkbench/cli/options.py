@@ -1,0 +1,83 @@
+"""Option types of the command line: one value per option, checked while parsing."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..units import parse_size
+
+
+class Once(argparse.Action):
+    """A single-valued option given twice with different values is an error, never
+    "the last one wins": two ``--confirm`` IDs, two ``--out`` directories or two
+    ``--target`` paths mean the command line is not what its author thinks."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen: dict[str, Any] = namespace.__dict__.setdefault("_given", {})
+        if self.dest in seen and seen[self.dest] != values:
+            raise InputError(
+                f"{option_string or self.dest} given twice with different values "
+                f"({seen[self.dest]} and {values})"
+            )
+        seen[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so errors share one path, and whose
+    plain options may be given once only (:class:`Once`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, Once)
+        self.register("action", "store", Once)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message}")
+
+
+def size_arg(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def path_arg(text: str) -> Path:
+    """A path option: an empty value is refused (``Path("")`` would mean the current
+    directory, and a run directory or report would land there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path")
+    return Path(text)
+
+
+def number(
+    low: float, high: float, *, low_open: bool = False, unit: str = ""
+) -> Callable[[str], float]:
+    """A float option within [low, high] (or (low, high]): finite, no NaN."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            bound = f"greater than {low:g}" if low_open else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range: give a number {bound} and at most {high:g}{unit}"
+            )
+        return value
+
+    return parse
