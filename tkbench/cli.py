@@ -482,10 +482,11 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
+    from .engine import NullProgress
     from .ui import LogProgress, RichProgress
 
     if SESSION.quiet:
-        return clisupport.WatchedProgress(clisupport.NullProgress())
+        return clisupport.WatchedProgress(NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
         return clisupport.WatchedProgress(RichProgress())
     return clisupport.WatchedProgress(LogProgress())
