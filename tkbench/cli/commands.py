@@ -199,11 +199,12 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
+    from ..engine import NullProgress
     from ..runner import STATUS_INTERVAL
     from ..ui import LogProgress, RichProgress
 
     if SESSION.quiet:
-        return support.WatchedProgress(support.NullProgress())
+        return support.WatchedProgress(NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
         return support.WatchedProgress(RichProgress())
     # fio's live figures: a line a minute in logs, every report with -v

@@ -37,13 +37,6 @@ def info(text: str) -> None:
         sys.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
-class NullProgress:
-    """-q: no progress output at all."""
-
-    def event(self, kind: str, **info: Any) -> None:
-        pass
-
-
 class WatchedProgress:
     """Passes progress events on; remembers the run directory, and keeps a run going
     when whoever reads its progress lines goes away (a closed pipe, a closed terminal)."""
