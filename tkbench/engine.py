@@ -22,9 +22,10 @@ import platform
 import shutil
 import socket
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,15 +35,24 @@ from .analysis import steady
 from .analysis.kinds import Standing, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
-from .plan import Plan, PlannedTest
-from .results import StatusStream, summarize_round, tracking_values, written_bytes
-from .runner import FioFailed, FioRun, FioRunner
+from .plan import Plan, PlannedTest, Point
+from .results import (
+    LiveFigures,
+    StatusStream,
+    counter_figures,
+    point_at,
+    summarize_round,
+    tracking_values,
+    written_bytes,
+)
+from .runner import STATUS_INTERVAL, FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
 
 # An idle gap inside a run shorter than this is never taken for one the drive
 # could recover in (fio's own start-up between rounds takes about 0.4 s).
 IDLE_GAP_MIN = 60.0
+FIO_STARTUP = 0.5  # seconds from starting fio to the first point's I/O, about
 
 
 class Progress(Protocol):
@@ -323,10 +333,14 @@ class Engine:
         text: str,
         json_plus: bool,
         planned: float,
-        labels: Mapping[str, str],
+        labels: Mapping[str, str] | None = None,
+        points: Sequence[Point] = (),
     ) -> FioRun:
-        """Run one fio job file; its live figures go to the progress display as
-        ``fio_status`` events (``labels``: fio job name -> what people call it)."""
+        """Run one fio job file; live figures go to the progress display as
+        ``fio_status`` events: from fio's own status reports for a single job
+        (``labels``: fio job name -> what people call it), or, for a round of points
+        handed over back to back (``points``), from the target device's kernel
+        counters: fio's status reports deadlock with jobs waiting in the hand-off."""
         workdir = self._workdir()
         path = workdir / "job.fio"
         try:
@@ -336,12 +350,15 @@ class Engine:
                 f"cannot write {path}: {exc.strerror or exc} (is the results filesystem full?)"
             ) from None
         timeout = planned + self.options.fio_timeout_margin
+
+        def show(fig: LiveFigures) -> None:
+            self.progress.event("fio_status", test=test, **fig.to_dict())
+
+        on_line = StatusStream(labels, show).feed if labels is not None else None
+        sampler = CounterSampler(self.target, points, show) if points else None
         try:
-            status = StatusStream(
-                labels, lambda fig: self.progress.event("fio_status", test=test, **fig.to_dict())
-            )
             run = self.runner.run(
-                path, workdir, json_plus=json_plus, timeout=timeout, on_line=status.feed
+                path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
             )
         except FioFailed as exc:
             info = {**exc.run.info(), "error": str(exc), "test": test.name}
@@ -350,6 +367,8 @@ class Engine:
             )
             raise
         finally:
+            if sampler is not None:
+                sampler.stop()
             shutil.rmtree(workdir, ignore_errors=True)
         return run
 
@@ -418,7 +437,7 @@ class Engine:
                 text,
                 json_plus=spec.histogram,
                 planned=test.round_seconds,
-                labels={p.job_name: p.label for p in test.points},
+                points=test.points,
             )
             assert run.output is not None
             try:
@@ -534,6 +553,41 @@ class Engine:
             capacity=self.target.capacity,
         )
         return kind_of(record := test.to_dict()).stop_reason(record, progress)
+
+
+class CounterSampler:
+    """Live figures of a round from the target device's kernel counters, every
+    :data:`STATUS_INTERVAL` seconds, for the point the schedule says is running
+    (fio's start-up of about half a second is not counted).  Targets without a
+    block device of this kernel (NBD) give none."""
+
+    def __init__(
+        self, target: Target, points: Sequence[Point], show: Callable[[LiveFigures], None]
+    ) -> None:
+        self.target, self.points, self.show = target, points, show
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if target.io_counters() is not None:
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        t0 = last_t = time.monotonic()
+        last = self.target.io_counters()
+        while not self._stop.wait(STATUS_INTERVAL):
+            now, counters = time.monotonic(), self.target.io_counters()
+            point = point_at(self.points, now - t0 - FIO_STARTUP)
+            if last is not None and counters is not None and point is not None:
+                fig = counter_figures(last, counters, now - last_t, point.label)
+                if fig is not None:
+                    with contextlib.suppress(Exception):  # a display, never the run's fault
+                        self.show(fig)
+            last, last_t = counters, now
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _written(rounds: list[dict[str, Any]]) -> int:

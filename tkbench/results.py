@@ -186,3 +186,30 @@ class StatusStream:
                     seconds=dt,
                 )
         return found
+
+
+def point_at(points: Sequence[Point], elapsed: float) -> Point | None:
+    """The point of a round running ``elapsed`` seconds after its first began (the
+    points run back to back, each for its runtime)."""
+    t = 0.0
+    for p in points:
+        t += p.runtime
+        if elapsed < t:
+            return p
+    return None
+
+
+def counter_figures(
+    before: tuple[int, int, int], after: tuple[int, int, int], seconds: float, point: str
+) -> LiveFigures | None:
+    """Figures from two readings of a block device's counters (I/Os, bytes, ms busy)."""
+    ios = after[0] - before[0]
+    if ios <= 0 or seconds <= 0:
+        return None
+    return LiveFigures(
+        point=point,
+        iops=ios / seconds,
+        mbs=(after[1] - before[1]) / seconds / MB,
+        lat_ms=(after[2] - before[2]) / ios,
+        seconds=seconds,
+    )

@@ -114,6 +114,24 @@ class Target:
         """A SMART/health snapshot (None where the target has none)."""
         return None
 
+    def io_counters(self) -> tuple[int, int, int] | None:
+        """The kernel's counters of the block device the target's I/O goes to: I/Os
+        completed, bytes, and milliseconds spent on them (None where there is none).
+        For live figures during a round; the device may carry other I/O too."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+        try:
+            with open(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat") as fh:
+                f = [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            return None
+        if len(f) < 8:
+            return None
+        return f[0] + f[4], (f[2] + f[6]) * 512, f[3] + f[7]
+
     # ------------------------------------------------------------ purge
     def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
         """Return the drive to a fresh state; the record of what was done."""
@@ -236,6 +254,9 @@ class NbdTarget(Target):
 
     def lock_path(self) -> str:
         return _nbd_socket(self.path)
+
+    def io_counters(self) -> tuple[int, int, int] | None:
+        return None  # the server's I/O is not this kernel's
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
         from . import nbd
