@@ -430,3 +430,145 @@ def test_emulate_refuses_a_drive_the_machine_cannot_hold() -> None:
     with pytest.raises(InputError, match="page maps"):
         check_memory(EmulatorConfig.create(capacity="1T", store_data="0"), available=2**30)
     check_memory(EmulatorConfig.create(capacity="256M"), available=2**30)  # the demo's drive
+
+
+# ------------------------------------------------------------------ found by a hostile review
+
+
+def test_a_file_needs_yes_not_a_confirm_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    img = image(tmp_path / "data.img")
+    before = sha256_of(str(img))
+    refused(
+        [*RUN, "--target", str(img), "--confirm", "whatever", "--out", str(tmp_path / "r")],
+        capsys,
+        3,
+        match="pass --yes",
+    )
+    assert sha256_of(str(img)) == before and not (tmp_path / "r").exists()
+
+
+@pytest.mark.root
+def test_backing_file_named_with_a_trailing_space_is_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if helpers.can_use_loop_devices():
+        pytest.skip(str(helpers.can_use_loop_devices()))
+    odd = image(tmp_path / "sp.img ")
+    dev = helpers.run(["losetup", "--find", "--show", str(odd)]).stdout.strip()
+    try:
+        link = tmp_path / "h.img"
+        os.link(odd, link)
+        before = sha256_of(str(link))
+        refused([*RUN, "--target", str(link), "--yes", "--force"], capsys, 3, match="backs")
+        assert sha256_of(str(link)) == before
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+@pytest.mark.root
+def test_a_block_device_open_in_another_process_is_refused(
+    loops: LoopDevices, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev = loops.create(16)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys,time; f=open(sys.argv[1],'rb'); time.sleep(60)", dev]
+    )
+    try:
+        for _ in range(100):
+            if any(
+                os.path.realpath(f"/proc/{holder.pid}/fd/{fd}") == dev
+                for fd in os.listdir(f"/proc/{holder.pid}/fd")
+            ):
+                break
+            time.sleep(0.05)
+        before = sha256_of(dev)
+        name = os.path.basename(dev)
+        refused(
+            [*RUN, "--target", dev, "--confirm", name, "--out", str(tmp_path / "r")],
+            capsys,
+            3,
+            match=f"(pid {holder.pid})",
+        )
+        assert sha256_of(dev) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.root
+def test_a_bind_mounted_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, dst = image(tmp_path / "src.img"), image(tmp_path / "dst.img")
+    if subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True).returncode:
+        pytest.skip("bind mounts not allowed here")
+    try:
+        before = sha256_of(str(src))
+        for target in (dst, src):
+            refused([*RUN, "--target", str(target), "--yes", "--force"], capsys, 3, match="mounted")
+        assert sha256_of(str(src)) == before
+    finally:
+        subprocess.run(["umount", str(dst)], check=False)
+
+
+def test_two_names_of_one_file_share_one_lock(tmp_path: Path) -> None:
+    from tkbench.device.lock import lock_name
+
+    img = image(tmp_path / "r.img")
+    os.link(img, tmp_path / "r-hard.img")
+    assert lock_name(img) == lock_name(tmp_path / "r-hard.img")
+    assert lock_name(img) != lock_name(image(tmp_path / "other.img"))
+
+
+def test_junit_may_not_overwrite_the_target_or_a_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    img = image(tmp_path / "t.img")
+    base = [*RUN[:2], "--target", str(img), "--yes", "--out", str(tmp_path / "r")]
+    refused([*base, "--junit", str(img)], capsys, 2, match="is the target")
+    refused([*base, "--junit", str(tmp_path / "r" / "manifest.json")], capsys, 2, match="run dir")
+    assert listing(tmp_path) == {"t.img"}
+
+
+def test_a_new_file_is_never_made_under_dev(capsys: pytest.CaptureFixture[str]) -> None:
+    target = Path(f"/dev/tkbench-test-{os.getpid()}")
+    refused([*RUN, "--target", str(target), "--size", "16M", "--yes"], capsys, 2, match="no such")
+    assert not target.exists()
+
+
+def test_resume_stops_only_the_run_s_own_leftovers(tmp_path: Path) -> None:
+    from tkbench.runs import stop_leftovers
+
+    scratch = tmp_path / "run" / ".scratch" / "fio-1"
+    scratch.mkdir(parents=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    ours = subprocess.Popen([*sleeper, str(scratch / "job.fio")], cwd=scratch)  # like fio
+    bystander = subprocess.Popen(sleeper, cwd=scratch)  # merely standing there
+    try:
+        assert stop_leftovers(tmp_path / "run") == [ours.pid]
+        assert ours.wait(10) != 0 and bystander.poll() is None
+        # a .scratch that is a link elsewhere is not the run's: nothing is stopped
+        (tmp_path / "run2").mkdir()
+        (tmp_path / "run2" / ".scratch").symlink_to(scratch.parent)
+        assert stop_leftovers(tmp_path / "run2") == []
+    finally:
+        for p in (ours, bystander):
+            p.kill()
+            p.wait()
+
+
+def test_emulate_leaves_a_socket_that_is_bound_but_not_listening(tmp_path: Path) -> None:
+    sock = tmp_path / "bound.sock"
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    holder.bind(str(sock))  # no listen() yet: connections are refused
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tkbench", "emulate", "--socket", str(sock)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and "bound by a running program" in done.stderr
+        assert sock.exists()
+    finally:
+        holder.close()

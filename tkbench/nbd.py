@@ -113,7 +113,10 @@ def parse_uri(uri: str) -> NbdAddress:
     """Parse ``nbd+unix:///[EXPORT]?socket=PATH``; InputError for anything else."""
     if not isinstance(uri, str) or not uri:
         raise InputError("empty NBD URI")
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:
+        raise InputError(f"not an NBD URI: {uri!r} ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme != "nbd+unix":
         if scheme in ("nbd", "nbds", "nbds+unix", "nbd+vsock", "nbds+vsock"):

@@ -597,10 +597,19 @@ def _check_override_key(data: dict[str, Any], parts: list[str], key: str) -> Non
 
 def load(name_or_path: str, overrides: Iterable[str] = ()) -> Profile:
     """Load, merge, override and validate a profile."""
-    data, path = load_raw(name_or_path)
     overrides = list(overrides)
-    data = apply_overrides(data, overrides)
-    return build(data, str(path), {parse_override(o)[0] for o in overrides})
+    try:
+        keys = [parse_override(o)[0] for o in overrides]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # never "the last one wins"
+            raise ProfileError(f"--set {twice[0]} given more than once")
+        data, path = load_raw(name_or_path)
+        data = apply_overrides(data, overrides)
+        return build(data, str(path), set(keys))
+    except RecursionError:
+        raise ProfileError(
+            f"profile {name_or_path}: nested or extended too deeply to be a profile"
+        ) from None
 
 
 def build(data: dict[str, Any], source: str, overridden: set[str] | None = None) -> Profile:

@@ -143,16 +143,25 @@ def stop_leftovers(root: Path, proc_root: Path = Path("/proc"), wait: float = 10
     import os
     import signal
 
-    scratch = str((Path(root) / ".scratch").resolve()) + os.sep
+    scratch_dir = Path(root).absolute() / ".scratch"
+    if scratch_dir.is_symlink() or not scratch_dir.is_dir():
+        return []  # tkbench makes a real directory; anything else is not its run's
+    names = {os.fsencode(str(scratch_dir)), os.fsencode(str(scratch_dir.resolve()))}
+    scratch = str(scratch_dir.resolve()) + os.sep
     found: list[int] = []
     for entry in proc_root.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cwd = os.readlink(entry / "cwd")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if (cwd + os.sep).startswith(scratch):
+        # fio (its job file), the hand-off and the shell fio starts it with all name
+        # the scratch directory on their command line; a process merely standing there
+        # is left alone
+        named = any(n in a for a in argv for n in names)
+        if (cwd + os.sep).startswith(scratch) and named:
             found.append(int(entry.name))
     for pid in found:
         with contextlib.suppress(OSError):
@@ -228,21 +237,53 @@ def check_outputs(
     junit: Path | None = None,
     history_db: Path | bool | None = True,
     baseline: Path | None = None,
+    target: str | None = None,
+    run_dir: Path | None = None,
 ) -> None:
     """Refuse, before a run starts, what :func:`finish_checks` could only fail on after
-    it: an unwritable JUnit file, an unusable history, a baseline that is no run.
+    it: an unwritable JUnit file, an unusable history, a baseline that is no run; and
+    a JUnit file that would overwrite the target, a run's records or the baseline.
     Reads only; creates nothing."""
     from .history import History
     from .store import check_output_file
 
     if junit is not None:
         check_output_file(junit, "--junit")
+        _check_junit_place(junit, target, run_dir, baseline)
     if history_db:
         History(None if history_db is True else Path(history_db)).check_usable()
     if baseline is not None:
         if not baseline.is_dir():
             raise InputError(f"--baseline {baseline}: no such run directory")
         load_run(baseline)
+
+
+def _check_junit_place(
+    junit: Path, target: str | None, run_dir: Path | None, baseline: Path | None
+) -> None:
+    where = junit.absolute()
+    if target is not None and (
+        where == Path(target).absolute() or (junit.exists() and _same(junit, Path(target)))
+    ):
+        raise InputError(f"--junit {junit} is the target: it would be overwritten")
+    for root, what in ((run_dir, "the run directory"), (baseline, "the baseline run")):
+        if root is None:
+            continue
+        inside = where.is_relative_to(root.absolute())
+        record = where.name in RUN_FILES or where.suffix == ".json" or "tests" in where.parts
+        if inside and (root is baseline or record):
+            raise InputError(f"--junit {junit} would overwrite a file of {what}")
+
+
+# the files a run directory holds at its top (a JUnit file may sit beside them)
+RUN_FILES = ("manifest.json", "checks.json", "events.log", "report.pdf", "report.html")
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def finish_checks(

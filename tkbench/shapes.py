@@ -12,6 +12,7 @@ The field lists are also the written description of the schema-1 record formats
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +35,17 @@ class Field:
     required: bool = False
     shape: Mapping[str, Field] | None = None  # an object's own fields
     items: Field | None = None  # a list's items, or an object's values (no ``shape``)
+    minimum: float | None = None
 
 
-def f(*kinds: str, required: bool = False, shape: Any = None, items: Field | None = None) -> Field:
-    return Field(tuple(kinds), required, shape, items)
+def f(
+    *kinds: str,
+    required: bool = False,
+    shape: Any = None,
+    items: Field | None = None,
+    minimum: float | None = None,
+) -> Field:
+    return Field(tuple(kinds), required, shape, items, minimum)
 
 
 def _kind(value: Any) -> str:
@@ -62,6 +70,10 @@ def _accepts(kinds: tuple[str, ...], kind: str) -> bool:
     return kind in kinds or (kind == INT and NUMBER in kinds)
 
 
+# numbers a record can hold: finite, and within what a date, a size or a count can be
+LIMIT = 2.0**63
+
+
 def _check(value: Any, spec: Field, where: str, path: Path) -> None:
     kind = _kind(value)
     if not _accepts(spec.kinds, kind):
@@ -69,6 +81,10 @@ def _check(value: Any, spec: Field, where: str, path: Path) -> None:
             f"{path}: field {where} is {'null' if kind == NULL else f'a {kind}'}, "
             f"expected {' or '.join(spec.kinds)}"
         )
+    if kind in (INT, NUMBER) and not (math.isfinite(value) and abs(value) < LIMIT):
+        raise RunDirError(f"{path}: field {where} is {value!r}, not a usable number")
+    if spec.minimum is not None and kind in (INT, NUMBER) and value < spec.minimum:
+        raise RunDirError(f"{path}: field {where} is {value!r}, below {spec.minimum}")
     if kind == OBJECT and spec.shape is not None:
         check_object(value, spec.shape, path, f"{where}.")
     elif kind == OBJECT and spec.items is not None:
@@ -144,12 +160,20 @@ TEST_PLAN: dict[str, Field] = {
     "kind": f(STR, required=True),
     "points": f(LIST, required=True, items=f(OBJECT, shape=PLANNED_POINT)),
     "tracking": f(LIST, items=f(STR)),
-    "rounds": f(OBJECT, shape={"max": f(INT), "window": f(INT)}),
-    "workload": f(OBJECT),
+    "rounds": f(
+        OBJECT,
+        shape={
+            "max": f(INT, minimum=1),
+            "window": f(INT, minimum=1),
+            "max_excursion": f(NUMBER, minimum=0),
+            "max_slope_excursion": f(NUMBER, minimum=0),
+        },
+    ),
+    "workload": f(OBJECT, shape={"numjobs": f(INT, minimum=1), "iodepth": f(INT, minimum=1)}),
     "percentiles": f(LIST, items=NUM),
     "histogram": f(BOOL),
     "notes": f(LIST, items=f(STR)),
-    "precondition": f(OBJECT, NULL),
+    "precondition": f(OBJECT, NULL, shape={"total_bytes": NUM, "bs": f(INT, minimum=1)}),
 }
 RESULT: dict[str, Field] = {
     "steady_state": f(BOOL, NULL),
@@ -175,9 +199,9 @@ TARGET: dict[str, Field] = {
     "spec": f(STR),
     "kind": f(STR),
     "path": f(STR),
-    "capacity_bytes": f(INT),
+    "capacity_bytes": f(INT, minimum=0),
     "logical_sector": f(INT),
-    "identity": f(OBJECT),
+    "identity": f(OBJECT, shape={"capacity_bytes": f(INT, minimum=0)}),
 }
 MANIFEST: dict[str, Field] = {
     "tkbench_version": f(STR),
@@ -193,6 +217,6 @@ MANIFEST: dict[str, Field] = {
     "status": f(STR),
     "started": OPT_NUM,
     "ended": OPT_NUM,
-    "resumes": f(LIST, items=f(OBJECT)),
+    "resumes": f(LIST, items=f(OBJECT, shape={"at": NUM, "rounds_kept": f(INT)})),
     "error": f(STR, NULL),
 }

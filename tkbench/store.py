@@ -126,11 +126,15 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
+    if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
+        raise RunDirError(f"{path}: not a regular file")
     try:
         with path.open(encoding="utf-8") as fh:
             return json.load(fh)
     except FileNotFoundError:
         raise RunDirError(f"{path}: missing") from None
+    except RecursionError:
+        raise RunDirError(f"{path}: nested too deeply to be a tkbench record") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RunDirError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:

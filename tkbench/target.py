@@ -79,9 +79,15 @@ class Target:
         prompt: Callable[[str], str] | None = None,
     ) -> None:
         """The operator's consent to destroy the target's data: ``--yes`` or a typed
-        'yes' (block devices need more: :class:`BlockTarget`)."""
-        if assume_yes or confirm_id is not None:
+        'yes' (block devices need more: :class:`BlockTarget`).  ``--confirm`` names a
+        block device's serial; for a file or NBD target it is no consent."""
+        if assume_yes:
             return
+        if confirm_id is not None:
+            raise SafetyError(
+                f"{self.spec}: --confirm names a block device's serial; "
+                "pass --yes to destroy the data of a file or NBD target"
+            )
         if interactive and prompt is not None:
             answer = prompt(
                 f"tkbench will overwrite all data of {self.describe()}. Type 'yes' to go on: "
@@ -333,6 +339,8 @@ def _create_file(path: Path, size: int | None) -> Target:
         raise InputError(f"target {path} does not exist; give --size to create it")
     if size <= 0:
         raise InputError("--size must be positive")
+    if os.path.abspath(path).startswith("/dev/"):
+        raise InputError(f"target {path}: no such device (tkbench creates files, not devices)")
     if not path.parent.is_dir():
         raise InputError(f"target {path}: directory {path.parent} does not exist")
     resolved = path.parent.resolve() / path.name

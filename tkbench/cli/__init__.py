@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         SESSION.verbose, SESSION.quiet = bool(args.verbose), bool(args.quiet)
         func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
         if func is None:
-            parser.print_help(sys.stderr)
+            sys.stderr.write("tkbench: error: no command given (see tkbench --help)\n")
             return EXIT_BAD_INPUT
         code = func(args)
         sys.stdout.flush()  # here, where a closed pipe can still be told apart

@@ -60,6 +60,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     stops fio and marks the run interrupted (a few seconds at most) and is ignored, so
     a burst of signals (systemd, a double Ctrl-C) cannot cut that short."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
@@ -106,6 +107,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         junit=args.junit,
         history_db=None if args.no_history else (args.history or True),
         baseline=args.baseline,
+        target=args.target,
+        run_dir=args.out or args.resume,
     )
     if not args.no_report:
         from ..doctor import require_report_stack
@@ -121,8 +124,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         assume_yes=args.yes,
         confirm_id=args.confirm,
         force=args.force,
-        interactive=sys.stdin.isatty(),
-        prompt=_prompt if sys.stdin.isatty() else None,
+        interactive=_tty(sys.stdin),
+        prompt=_prompt if _tty(sys.stdin) else None,
         resume=args.resume,
         fio_servers=args.fio_servers,
         command_line=["tkbench", *sys.argv[1:]],
@@ -176,9 +179,12 @@ def _with_progress(
 ) -> tuple[Path, dict[str, Any]]:
     """Run ``body(progress)`` with the progress display, SIGTERM and SIGINT as an
     interruption (see :func:`_on_signal`)."""
-    progress = _progress(sys.stdin.isatty() and sys.stderr.isatty())
+    progress = _progress(_tty(sys.stdin) and _tty(sys.stderr))
     old_term = signal.signal(signal.SIGTERM, _on_signal)
     old_int = signal.signal(signal.SIGINT, _on_signal)
+    # a closed terminal or ssh session ends the run like SIGTERM: marked interrupted,
+    # resumable (nohup or a systemd unit keep a run going instead)
+    old_hup = signal.signal(signal.SIGHUP, _on_signal)
     try:
         return body(progress)
     finally:
@@ -190,6 +196,12 @@ def _with_progress(
             # and late signals of the burst stay ignored
             signal.signal(signal.SIGTERM, old_term)
             signal.signal(signal.SIGINT, old_int)
+            signal.signal(signal.SIGHUP, old_hup)
+
+
+def _tty(stream: Any) -> bool:
+    """A terminal (a closed stdin, ``<&-``, is None: no terminal)."""
+    return stream is not None and stream.isatty()
 
 
 def _prompt(text: str) -> str:
@@ -220,8 +232,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.history is not None and not args.add and not args.history.exists():
         # a listing never creates a database; a wrong path is an error, not "no runs"
         raise InputError(f"history database {args.history} does not exist")
-    for d in args.add:
-        history.add(load_run(d))
+    runs = [load_run(d) for d in args.add]  # every one readable before anything is written
+    for run in runs:
+        history.add(run)
     entries = history.entries(model=args.model, serial=args.serial)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=1))

@@ -54,12 +54,23 @@ def size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def text_arg(text: str) -> str:
+    """A name tkbench writes into job files, manifests and JSON: it must be UTF-8
+    (a path of other bytes failed only at the first round, after the purge)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid UTF-8") from None
+    return text
+
+
 def path_arg(text: str) -> Path:
     """A path option: an empty value is refused (``Path("")`` would mean the current
-    directory, and a run directory or report would land there)."""
+    directory, and a run directory or report would land there); so is one that is not
+    UTF-8."""
     if not text.strip():
         raise argparse.ArgumentTypeError("empty path")
-    return Path(text)
+    return Path(text_arg(text))
 
 
 def number(

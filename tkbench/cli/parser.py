@@ -22,7 +22,7 @@ from .commands import (
     cmd_run,
     cmd_show,
 )
-from .options import Parser, number, path_arg, size_arg
+from .options import Parser, number, path_arg, size_arg, text_arg
 
 
 def _add_profile_args(p: argparse.ArgumentParser) -> None:
@@ -46,6 +46,7 @@ def _add_profile_args(p: argparse.ArgumentParser) -> None:
 def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--target",
+        type=text_arg,
         metavar="TARGET",
         help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH)",
     )

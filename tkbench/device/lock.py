@@ -56,6 +56,9 @@ def lock_name(path: str | os.PathLike[str]) -> str:
         st = None
     if st is not None and stat.S_ISBLK(st.st_mode):
         return f"block-{os.major(st.st_rdev)}-{os.minor(st.st_rdev)}.lock"
+    if st is not None and stat.S_ISREG(st.st_mode):
+        # by inode: two names of one file (hard links) are one target
+        return f"inode-{os.major(st.st_dev)}-{os.minor(st.st_dev)}-{st.st_ino}.lock"
     real = os.path.realpath(spath)
     digest = hashlib.sha256(real.encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", real).strip("_")[-80:]

@@ -141,6 +141,11 @@ def _block_reasons(spath: str, name: str, sysfs: Sysfs, proc_dir: Path) -> list[
 
     if not any(r.code in ("mounted", "swap", "holders") for r in out):
         out.extend(_exclusive_open(spath, name, names))
+        if not any(r.code == "busy" for r in out):
+            numbers = frozenset(
+                os.makedev(*map(int, d.split(":"))) for n in names if (d := sysfs.devno(n))
+            )
+            out.extend(_open_elsewhere(spath, os.stat(spath), proc_dir, numbers))
 
     if sysfs.is_partition(name):
         parent = sysfs.parent_disk(name)
@@ -170,22 +175,32 @@ def _file_reasons(spath: str, st: os.stat_result, sysfs: Sysfs, proc_dir: Path) 
     for n in sysfs.all_block():
         if not n.startswith("loop"):
             continue
-        backing = sysfs.read(n, "loop/backing_file")
+        raw = sysfs.read_bytes(n, "loop/backing_file")
+        # the exact bytes: a name may end in a space or not be UTF-8
+        backing = os.fsdecode(raw[:-1] if raw and raw.endswith(b"\n") else raw or b"")
         if backing and _same_file(backing.removesuffix(" (deleted)"), st):
             out.append(
                 Refusal("loop-backing", f"{spath} backs /dev/{n} (test /dev/{n} or detach it)")
             )
+    for _, source, target in _mounts(proc_dir):
+        if target.startswith("/") and _same_file(target, st):
+            out.append(Refusal("mounted", f"{spath} is mounted at {target} (from {source})"))
+            break
     out.extend(_open_elsewhere(spath, st, proc_dir))
     out.extend(_not_writable(spath))
     out.extend(_signature_reasons(spath, os.path.basename(spath)))
     return out
 
 
-def _open_elsewhere(spath: str, st: os.stat_result, proc_dir: Path) -> list[Refusal]:
+def _open_elsewhere(
+    spath: str, st: os.stat_result, proc_dir: Path, devnos: frozenset[int] = frozenset()
+) -> list[Refusal]:
     """Processes other than this one that hold the file open (``/proc/PID/fd``): a
-    database, a VM image in use, another benchmark.  Processes of other users are
-    seen only by root; loop devices hold their backing files without a descriptor
-    (see the loop-backing check)."""
+    database, a VM image in use, another benchmark.  For a block device, ``devnos``
+    are the device numbers of it and its partitions, and any descriptor of one of
+    them counts (an exclusive-open probe misses plain opens).  Processes of other
+    users are seen only by root; loop devices hold their backing files without a
+    descriptor (see the loop-backing check)."""
     me = str(os.getpid())
     users: list[str] = []
     try:
@@ -203,7 +218,8 @@ def _open_elsewhere(spath: str, st: os.stat_result, proc_dir: Path) -> list[Refu
                 other = os.stat(fd_dir / fd)
             except OSError:
                 continue
-            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            same = (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+            if same or (stat.S_ISBLK(other.st_mode) and other.st_rdev in devnos):
                 users.append(f"{_comm(proc_dir, pid)} (pid {pid})")
                 break
     if not users:

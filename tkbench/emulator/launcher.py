@@ -129,6 +129,21 @@ def check_memory(cfg: EmulatorConfig, available: int | None = None) -> None:
 MAX_SOCKET_PATH = 107
 
 
+def _bound(socket_path: str) -> bool:
+    """Whether a live process holds a Unix socket bound to ``socket_path``, listening
+    or not yet (``/proc/net/unix`` lists every bound socket by path)."""
+    want = os.path.abspath(socket_path)
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as fh:
+            next(fh, None)
+            return any(
+                len(parts := line.split(None, 7)) == 8 and parts[7].rstrip("\n") == want
+                for line in fh
+            )
+    except OSError:
+        return False
+
+
 def prepare_socket(socket_path: str) -> None:
     """Refuse a path in use; remove a stale socket left by a killed server."""
     if len(os.fsencode(os.path.abspath(socket_path))) > MAX_SOCKET_PATH:
@@ -150,7 +165,11 @@ def prepare_socket(socket_path: str) -> None:
         try:
             s.connect(socket_path)
         except ConnectionRefusedError:
-            os.unlink(socket_path)  # stale: nobody listens
+            if _bound(socket_path):
+                raise InputError(
+                    f"socket {socket_path} is bound by a running program; choose another path"
+                ) from None
+            os.unlink(socket_path)  # stale: nobody listens, nobody holds it
             return
         except OSError as exc:
             raise InputError(f"socket {socket_path}: {exc.strerror}; choose another path") from None

@@ -33,8 +33,6 @@ def build_report(
     Options left as None come from the run's profile (``[report]`` table).
     Returns the PDF's path; the HTML has the same stem and ``.html``.
     """
-    from . import analysis, options, render
-
     run_dir, out_pdf = Path(run_dir), Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the report file name must end in .pdf")
@@ -43,6 +41,9 @@ def build_report(
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such run directory")
     run = load_run(run_dir)
+    # only now: matplotlib, imported with the figures, writes its font cache under $HOME
+    from . import analysis, options, render
+
     opts = options.resolve_options(
         run.manifest,
         title=title,
@@ -64,8 +65,6 @@ def build_report(
 def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     """Write the comparison PDF of ``runs`` (against run 1) and its HTML beside it.
     Returns the PDF's path."""
-    from . import comparison, render
-
     out_pdf = Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the comparison file name must end in .pdf")
@@ -73,6 +72,8 @@ def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     check_output_file(out_pdf.with_suffix(".html"), "comparison")
     if not runs:
         raise InputError("nothing to compare: no run given")
+    from . import comparison, render  # matplotlib: only once the input is good
+
     model = comparison.comparison_model(runs, generated=time.time())
     doc = render.build_comparison_document(model)
     pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
