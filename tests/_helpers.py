@@ -21,9 +21,16 @@ TWO_IOPS_ROUNDS = [
 ]
 
 
+def merged(*overrides: str) -> list[str]:
+    """FAST with ``overrides`` (a key in both takes the override's value: tkbench
+    itself refuses one key given twice)."""
+    keys = {o.split("=", 1)[0] for o in overrides}
+    return [o for o in FAST if o.split("=", 1)[0] not in keys] + list(overrides)
+
+
 def sets(*overrides: str) -> list[str]:
-    """``--set`` options for FAST followed by ``overrides``."""
+    """``--set`` options for :func:`merged` FAST and ``overrides``."""
     out: list[str] = []
-    for o in (*FAST, *overrides):
+    for o in merged(*overrides):
         out += ["--set", o]
     return out

@@ -140,7 +140,12 @@ def test_regular_file_lock_follows_resolved_path(tmp_path: Path) -> None:
     alias = tmp_path / "alias.img"
     alias.symlink_to(target)
     assert lock_name(target) == lock_name(alias)
-    assert lock_name(target).startswith("file-") and "t.img" in lock_name(target)
+    # an existing file is locked by its inode (hard links are one target); a file
+    # still to be made by its resolved path
+    assert lock_name(target) == f"inode-{os.major(target.stat().st_dev)}-" + (
+        f"{os.minor(target.stat().st_dev)}-{target.stat().st_ino}.lock"
+    )
+    assert lock_name(tmp_path / "new.img").startswith("file-")
     assert lock_name(target) != lock_name(tmp_path / "other.img")
     with DeviceLock(alias, lock_dir=tmp_path), pytest.raises(SafetyError):
         DeviceLock(target, lock_dir=tmp_path).acquire()

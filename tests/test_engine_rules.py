@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import merged
 from tests.fakes.fio_runner import Call, FakeClock, FakeFio
 from tkbench import engine as engine_mod
 from tkbench import plan as planmod
@@ -63,7 +63,7 @@ def new_engine(
     tmp: Path, fake: FakeFio, overrides: list[str], **options: Any
 ) -> tuple[Engine, Path]:
     """A new run of the quick profile (FAST, plus ``overrides``) on a 16 MiB file."""
-    prof = profile.load("quick", [*FAST, *overrides])
+    prof = profile.load("quick", merged(*overrides))
     target = open_target(str(tmp / "t.img"), size=16 * MiB, create=True)
     with target.materialized():  # create the file (kept once the body succeeds)
         pass

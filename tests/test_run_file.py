@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import FAST, TWO_IOPS_ROUNDS, sets
+from tests._helpers import TWO_IOPS_ROUNDS, merged, sets
 from tkbench import cli
 from tkbench.errors import Interrupted
 from tkbench.runs import RunRequest, start
@@ -26,7 +26,7 @@ def _run(
         target=str(tmp_path / "t.img"),
         size=16 * MiB,
         out=tmp_path / name,
-        overrides=[*FAST, *overrides],
+        overrides=merged(*overrides),
         assume_yes=True,
         **kw,
     )
