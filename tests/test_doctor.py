@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 TKBENCH = [sys.executable, "-m", "tkbench"]
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +55,7 @@ def lines_by_name(out: str) -> dict[str, str]:
     return {line.split()[1]: line for line in out.splitlines()}
 
 
+@pytest.mark.fio
 def test_doctor_passes_on_a_machine_set_up_by_the_readme() -> None:
     done = tkbench("doctor")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -74,6 +77,7 @@ def test_doctor_without_fio_names_the_fix(tmp_path: Path) -> None:
     assert done.stderr.strip() == "doctor: 1 prerequisite(s) for run missing: fio"
 
 
+@pytest.mark.fio
 def test_doctor_for_the_demo_needs_nbdkit(tmp_path: Path) -> None:
     path = bin_without(tmp_path, "nbdkit")
     assert tkbench("doctor", path=path).returncode == 0  # a run does not need it
@@ -86,6 +90,7 @@ def test_doctor_for_the_demo_needs_nbdkit(tmp_path: Path) -> None:
     assert nbd["fix"] == "apt-get install nbdkit nbdkit-plugin-python"
 
 
+@pytest.mark.fio
 def test_doctor_checks_direct_io_in_a_directory(tmp_path: Path) -> None:
     done = tkbench("doctor", "--dir", str(tmp_path))
     assert done.returncode == 0

@@ -23,6 +23,8 @@ from tkbench.store import load_run
 
 MB = 1e6
 
+pytestmark = pytest.mark.fio  # every test exports a real run
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

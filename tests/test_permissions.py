@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench.store import current_umask, write_atomic
 
@@ -19,6 +21,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.fio
 def test_a_quick_run_under_umask_022_is_readable_by_others(tmp_path: Path) -> None:
     out = tmp_path / "run"
     argv = [

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -83,6 +85,7 @@ def test_an_internal_error_has_its_own_exit_code_and_one_line() -> None:
     assert done.returncode == 5 and "internal error: BrokenPipeError" in done.stderr
 
 
+@pytest.mark.fio
 def test_an_internal_error_in_a_run_leaves_its_traceback_in_the_run_log(tmp_path: Path) -> None:
     boom = "import tkbench.engine as e; e.Engine.run_test = lambda *a: {}['no-such-key']"
     argv = [sys.executable, "-c", f"{boom}; import sys; from tkbench.cli import main; "
@@ -101,6 +104,7 @@ def test_an_internal_error_in_a_run_leaves_its_traceback_in_the_run_log(tmp_path
     assert manifest["status"] == "failed"
 
 
+@pytest.mark.fio
 def test_quiet_run_prints_nothing_but_its_result(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tkbench", "-q", *_run_args(tmp_path, "--json")],

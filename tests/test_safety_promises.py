@@ -314,6 +314,7 @@ def test_listing_a_history_never_creates_one(
     assert listing(tmp_path) == set()
 
 
+@pytest.mark.fio
 def test_checks_that_could_only_fail_after_the_run_fail_before_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,6 +332,7 @@ def test_checks_that_could_only_fail_after_the_run_fail_before_it(
     assert listing(tmp_path) == {"h.sqlite"}
 
 
+@pytest.mark.fio
 def test_unreachable_fio_server_is_refused_before_the_target_is_touched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -71,15 +71,16 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
     """A new run.  Returns the run directory and its final manifest."""
     if req.resume is not None:
         return resume(req, progress)
-    runner = make_runner(req.fio_servers)
-    fio_version = runner.version()
     plan, target = prepare(req)
+    runner = make_runner(req.fio_servers)
     _check_remote(target, runner)
     assert req.target is not None
     out = req.out or default_out(plan.profile.name, req.target)
     RunStore.check_new(out)
     with target.lock():
         _guard(target, req, plan)
+        # fio is needed from here on (bad input and refusals are told without it)
+        fio_version = runner.version()
         # a missing regular file is created only once the guards passed, and removed
         # again when the run cannot start on it
         with target.materialized():
