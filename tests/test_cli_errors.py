@@ -306,6 +306,19 @@ def test_missing_fio_is_a_tool_failure_with_a_hint(tmp_path: Path) -> None:
             {"tests/iops/test.json": {"points": []}},
             "test.json: field kind is missing",
         ),
+        (
+            {
+                "tests/iops/test.json": {"kind": "steady", "points": []},
+                "tests/iops/rounds/0001.json": {
+                    "round": 1,
+                    "tracking": {},
+                    "points": [
+                        {"bs": 4096, "read_pct": 0, "write": {"percentiles_ns": {"abc": 1.0}}}
+                    ],
+                },
+            },
+            "0001.json: field points[0].write.percentiles_ns has the key 'abc', not a number",
+        ),
     ],
 )
 def test_a_run_directory_of_the_wrong_shape_names_file_and_field(

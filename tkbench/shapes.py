@@ -36,6 +36,7 @@ class Field:
     shape: Mapping[str, Field] | None = None  # an object's own fields
     items: Field | None = None  # a list's items, or an object's values (no ``shape``)
     minimum: float | None = None
+    numeric_keys: bool = False  # an object whose keys are numbers ("99.99", bins in ns)
 
 
 def f(
@@ -44,8 +45,9 @@ def f(
     shape: Any = None,
     items: Field | None = None,
     minimum: float | None = None,
+    numeric_keys: bool = False,
 ) -> Field:
-    return Field(tuple(kinds), required, shape, items, minimum)
+    return Field(tuple(kinds), required, shape, items, minimum, numeric_keys)
 
 
 def _kind(value: Any) -> str:
@@ -89,10 +91,19 @@ def _check(value: Any, spec: Field, where: str, path: Path) -> None:
         check_object(value, spec.shape, path, f"{where}.")
     elif kind == OBJECT and spec.items is not None:
         for key, item in value.items():
+            if spec.numeric_keys and not _is_number(key):
+                raise RunDirError(f"{path}: field {where} has the key {key!r}, not a number")
             _check(item, spec.items, f"{where}.{key}", path)
     elif kind == LIST and spec.items is not None:
         for i, item in enumerate(value):
             _check(item, spec.items, f"{where}[{i}]", path)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def check_object(
@@ -121,8 +132,8 @@ DIRECTION: dict[str, Field] = {
     "bw_bytes": NUM,
     "lat_mean_ns": NUM,
     "lat_max_ns": NUM,
-    "percentiles_ns": f(OBJECT, items=NUM),
-    "bins_ns": f(OBJECT, items=NUM),
+    "percentiles_ns": f(OBJECT, items=NUM, numeric_keys=True),
+    "bins_ns": f(OBJECT, items=NUM, numeric_keys=True),
 }
 POINT: dict[str, Field] = {
     "bs": f(INT, required=True),
