@@ -30,6 +30,7 @@ from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis import segment_verdicts, steady, test_result
 from tkbench.fiojson import bucket_value, percentile_from_bins
+from tkbench.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
 from tkbench.store import RunStore
 
 SYNTHETIC_MODEL = "Synthetic data — not a measurement"
@@ -277,7 +278,7 @@ def round_record(
 
 
 def steady_reached(plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]]) -> bool:
-    verdicts = segment_verdicts(dict(plan), [dict(r) for r in rounds])
+    verdicts = segment_verdicts(typed(TestPlan, plan), [typed(Round, r) for r in rounds])
     return bool(verdicts) and all(v.reached for v in verdicts.values())
 
 
@@ -503,11 +504,10 @@ def precondition_record(plan: Mapping[str, Any], start: float, rate: float) -> d
     }
 
 
-def result_record(
-    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], capacity: int
-) -> dict[str, Any]:
-    """The test's result.json, exactly as the engine writes it."""
-    return test_result(dict(plan), [dict(r) for r in rounds], capacity)
+def typed(cls: Any, data: Mapping[str, Any]) -> Any:
+    """A record of the run directory from the JSON this generator makes, read as tkbench
+    reads every record file (so a generator that strays from the format fails here)."""
+    return cls.load(dict(data), Path("synthetic"))
 
 
 # --------------------------------------------------------------------------- the run
@@ -597,7 +597,8 @@ def make_synthetic_run(
     plan = planmod.build(
         profilemod.load("pts-e"), planmod.TargetInfo("synthetic", "block", capacity, 512)
     )
-    store = RunStore.create(root, manifest(plan, capacity, seed, root))
+    data = {"kind": KIND, "schema": SCHEMA, **manifest(plan, capacity, seed, root)}
+    store = RunStore.create(root, Manifest.load_checked(data, root / "manifest.json"))
     clock = Clock(START + 5.0)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for t in plan.tests:
@@ -617,14 +618,15 @@ def _write_test(
     wsat_rounds: int,
     pool: ThreadPoolExecutor,
 ) -> None:
-    plan = t.to_dict()
-    store.save_test_plan(t.name, plan)
+    record = t.record(ioengine_used="libaio")
+    plan = record.to_json()
+    store.save_test_plan(t.name, record)
     if t.purge:
-        store.save_phase(t.name, "purge", purge_record(clock.now))
+        store.save_phase(t.name, "purge", typed(Purge, purge_record(clock.now)))
         clock.now += 1.0
     if t.precondition is not None:
         rec = precondition_record(plan, clock.now, drive.seq_write_bw)
-        store.save_phase(t.name, "precondition", rec, raw=RAW_NOTE)
+        store.save_phase(t.name, "precondition", typed(Precondition, rec), raw=RAW_NOTE)
         clock.now = rec["ended"] + 0.5
     kind, metric = t.spec.kind, (t.tracking[0].metric if t.tracking else "iops")
     if kind == "saturation":
@@ -636,8 +638,9 @@ def _write_test(
     else:
         rounds = iops_rounds(plan, drive, rng, clock.now)
     text = _job_text(t)
-    list(pool.map(lambda r: store.save_round(t.name, r["round"], r, RAW_NOTE, text), rounds))
-    store.save_result(t.name, result_record(plan, rounds, capacity))
+    stored = list(pool.map(lambda r: typed(Round, r), rounds))
+    list(pool.map(lambda r: store.save_round(t.name, r, RAW_NOTE, text), stored))
+    store.save_result(t.name, test_result(record, stored, capacity))
     clock.now = float(rounds[-1]["ended"]) + 1.0
 
 

@@ -76,7 +76,7 @@ def resumed_engine(tmp: Path, fake: FakeFio, **options: Any) -> Engine:
     """The run in tmp/run continued with its stored profile, as ``tkbench run --resume``."""
     data = load_run(tmp / "run")
     check_resumable(data)
-    prof = profile.build(data.manifest["profile"]["resolved"], data.manifest["profile"]["source"])
+    prof = profile.build(dict(data.manifest.profile.resolved), data.manifest.profile.source)
     target = open_target(str(tmp / "t.img"))
     plan = planmod.build(prof, target.info())
     store = RunStore.open(tmp / "run")
@@ -88,17 +88,18 @@ def interrupted_after(tmp: Path, fake: FakeFio, overrides: list[str], rounds: in
     eng, _ = new_engine(tmp, fake, overrides, stop=lambda: len(fake.rounds()) >= rounds)
     with pytest.raises(Interrupted):
         eng.run()
-    assert load_run(tmp / "run").manifest["status"] == "interrupted"
+    assert load_run(tmp / "run").manifest.status == "interrupted"
 
 
 def rounds_of(run: RunData, test: str) -> list[tuple[int, int]]:
-    return [(r["round"], r["segment"]) for r in run.test(test).rounds]
+    return [(r.round, r.segment) for r in run.test(test).rounds]
 
 
 def result(run: RunData, test: str) -> dict[str, Any]:
+    """The test's result.json as stored (plain JSON data)."""
     res = run.test(test).result
     assert res is not None
-    return res
+    return res.to_json()
 
 
 # --------------------------------------------------------------------------- stop rule
@@ -110,7 +111,7 @@ def test_steady_state_stops_at_the_first_steady_window(tmp_path: Path, window: i
     # that passes lies wholly in the flat part, and no round runs after it
     fake = FakeFio(fresh_until(5))
     eng, out = new_engine(tmp_path, fake, [*ONLY_IOPS, f"tests.iops.rounds.window={window}"])
-    assert eng.run()["status"] == "complete"
+    assert eng.run().status == "complete"
     run = load_run(out)
     last = 4 + window
     assert len(fake.rounds("iops")) == last
@@ -182,9 +183,7 @@ def test_write_saturation_stops_once_the_multiple_is_written(
     )
     eng.run()
     t = load_run(out).test("wsat")
-    assert [r["total_written_bytes"] for r in t.rounds] == [
-        4 * MiB * n for n in range(1, rounds + 1)
-    ]
+    assert [r.total_written_bytes for r in t.rounds] == [4 * MiB * n for n in range(1, rounds + 1)]
     assert t.purge is not None and t.precondition is None and fake.preconditions() == []
     assert result(load_run(out), "wsat")["steady_state"] is None
 
@@ -219,8 +218,8 @@ def test_resume_gap_decides_between_continuing_and_a_new_segment(
     fake = FakeFio(never_steady, clock=clock)
     resumed_engine(tmp_path, fake, resume_gap=resume_gap).run()
     run = load_run(tmp_path / "run")
-    resumes = run.manifest["resumes"]
-    assert [(r["test"], r["action"], r["rounds_kept"]) for r in resumes] == [("iops", action, 2)]
+    resumes = run.manifest.resumes
+    assert [(r.test, r.action, r.rounds_kept) for r in resumes] == [("iops", action, 2)]
     if action == "continue":  # no purge, no preconditioning: the rounds go on
         assert fake.preconditions() == []
         assert rounds_of(run, "iops") == [(1, 1), (2, 1), (3, 1), (4, 1)]
@@ -357,9 +356,9 @@ def test_write_saturation_restarts_from_its_purge_after_a_long_gap(
     fake = FakeFio(_four_mib_per_round, clock=clock)
     resumed_engine(tmp_path, fake).run()
     run = load_run(tmp_path / "run")
-    assert run.manifest["resumes"][0]["action"] == "restart"
+    assert run.manifest.resumes[0].action == "restart"
     assert [r.round for r in fake.rounds()] == [1, 2, 3, 4]  # a whole new history of writes
-    assert [r["total_written_bytes"] for r in run.test("wsat").rounds][-1] == 16 * MiB
+    assert [r.total_written_bytes for r in run.test("wsat").rounds][-1] == 16 * MiB
     assert list((tmp_path / "run/tests/wsat").glob("discarded-*-rounds"))
     assert run.test("wsat").purge != purge_before  # purged again
 
@@ -370,9 +369,9 @@ def test_write_saturation_continues_after_a_short_gap(tmp_path: Path, clock: Fak
     fake = FakeFio(_four_mib_per_round, clock=clock)
     resumed_engine(tmp_path, fake).run()
     run = load_run(tmp_path / "run")
-    assert run.manifest["resumes"][0]["action"] == "continue"
+    assert run.manifest.resumes[0].action == "continue"
     assert [r.round for r in fake.rounds()] == [3, 4]  # the kept 8 MiB count
-    assert [r["total_written_bytes"] for r in run.test("wsat").rounds] == [
+    assert [r.total_written_bytes for r in run.test("wsat").rounds] == [
         4 * MiB * n for n in range(1, 5)
     ]
 
@@ -387,7 +386,7 @@ def test_interrupted_before_its_rounds_a_test_restarts_from_its_purge(tmp_path: 
     fake = FakeFio(STEADY)
     resumed_engine(tmp_path, fake).run()
     run = load_run(tmp_path / "run")
-    assert run.manifest["resumes"][0]["action"] == "restart"
+    assert run.manifest.resumes[0].action == "restart"
     assert len(fake.preconditions()) == 1  # preconditioned again, after a new purge
     assert sorted(p.name.split("-", 2)[-1] for p in pre.parent.glob("discarded-*")) == [
         "precondition.json",
@@ -405,7 +404,7 @@ def test_a_test_whose_rounds_were_all_stored_only_gets_its_result(tmp_path: Path
     res_path.unlink()  # as if the process died right after the last round
     RunStore.open(out).update_manifest(status="interrupted")
     fake = FakeFio(never_steady)
-    assert resumed_engine(tmp_path, fake).run()["status"] == "complete"
+    assert resumed_engine(tmp_path, fake).run().status == "complete"
     assert fake.runs == []  # no fio at all
     assert json.loads(res_path.read_text()) == before
 
@@ -423,7 +422,7 @@ def test_a_failing_fio_job_fails_the_run_and_keeps_what_fio_printed(tmp_path: Pa
     with pytest.raises(DeviceError, match="error 5"):
         eng.run()
     run = load_run(out)
-    assert run.manifest["status"] == "failed" and "error 5" in run.manifest["error"]
+    assert run.manifest.status == "failed" and "error 5" in (run.manifest.error or "")
     assert [r for r, _ in rounds_of(run, "iops")] == [1]  # the failed round is not a round
     (kept,) = (out / "tests/iops/failed").glob("round-0002-*.out")
     assert '"fio version": "fio-3.33"' in kept.read_text()
@@ -466,8 +465,8 @@ def test_the_fake_answers_a_kept_job_file_as_fio_3_33_did(
 
 
 def test_every_profile_kind_has_its_rules() -> None:
-    from tkbench.analysis.kinds import KINDS, kind_of
+    from tkbench.analysis.kinds import KINDS, kind_named
 
     assert set(profile.KINDS) == set(KINDS)
     with pytest.raises(ValueError, match="unknown test kind 'hir'"):
-        kind_of({"kind": "hir"})
+        kind_named("hir")

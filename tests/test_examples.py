@@ -74,7 +74,7 @@ def test_nightly_script_interrupted_resumed_and_run_again(tmp_path: Path) -> Non
     assert code == 130, log
     assert "interrupted; run this script again to resume" in log
     (night1,) = _runs(tmp_path)
-    assert load_run(night1).manifest["status"] == "interrupted"
+    assert load_run(night1).manifest.status == "interrupted"
     # the next invocation resumes it rather than starting over
     code, log = _finish(_nightly(tmp_path, *args))
     assert code == 0, log

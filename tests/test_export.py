@@ -44,15 +44,15 @@ def expected_count(run_dir: Path) -> int:
     """Values in the window, counted from the round records themselves."""
     test = load_run(run_dir).test("iops")
     window = set(analysis.window(test))
-    recs = [r for r in test.rounds if r["round"] in window]
+    recs = [r for r in test.rounds if r.round in window]
     n = 0
-    for p in test.plan["points"]:
-        pts = [q for r in recs for q in r["points"] if q["label"] == p["label"]]
+    for p in test.plan.points:
+        pts = [q for r in recs for q in r.points if q.label == p.label]
         n += 4  # the point as a whole: iops, bw, lat_mean, lat_max
         for d in ("read", "write"):
-            dirs = [q[d] for q in pts if q[d]["io_bytes"] > 0]
+            dirs = [getattr(q, d) for q in pts if getattr(q, d).io_bytes > 0]
             if dirs:
-                keys = list(dirs[0]["percentiles_ns"])
+                keys = list(dirs[0].percentiles_ns)
                 n += 4 + len(analysis.pooled_percentiles(dirs, keys)[0])
     return n
 
@@ -82,12 +82,7 @@ def test_csv_has_a_header_and_one_row_per_window_value(
         if (d["point"], d["direction"], d["metric"]) == ("4k 0/100", "write", "iops")
     ]
     test = load_run(run_dir).test("iops")
-    recs = [
-        p["write"]["iops"]
-        for r in test.rounds
-        for p in r["points"]
-        if (p["bs"], p["read_pct"]) == (4096, 0)
-    ]
+    recs = [p.write.iops for r in test.rounds for p in r.points if (p.bs, p.read_pct) == (4096, 0)]
     assert float(row["value"]) == pytest.approx(sum(recs) / len(recs), rel=1e-12)
     assert row["unit"] == "IOPS"
     # and the point as a whole agrees with the value acceptance checks use

@@ -59,11 +59,11 @@ def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
             overrides=[*FAST, *TWO_IOPS_ROUNDS],
         )
     )
-    assert manifest["fio_servers"] == [fio_server]
+    assert manifest.fio_servers == (fio_server,)
     t = load_run(out).test("iops")
     assert len(t.rounds) == 2
-    argv = t.rounds[0]["fio"]["argv"]
+    argv = t.rounds[0].fio.argv
     assert f"--client={fio_server}" in argv
-    assert all(p["iops"] > 0 for p in t.rounds[0]["points"])
+    assert all(p.iops > 0 for p in t.rounds[0].points)
     # the client output carries the host banner: proof the server ran the jobs
     assert "<" in (out / "tests/iops/rounds/0001.out").read_text().splitlines()[0]

@@ -82,7 +82,7 @@ def test_sigterm_stops_cleanly_with_130_and_resume_completes(tmp_path: Path) -> 
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("tkbench: error: interrupted")
     data = load_run(out)
-    assert data.manifest["status"] == "interrupted"
+    assert data.manifest.status == "interrupted"
     kept = _rounds(out)
     assert kept >= 2
     # fio was stopped with its process group: nothing is left running
@@ -101,7 +101,7 @@ def test_sigterm_stops_cleanly_with_130_and_resume_completes(tmp_path: Path) -> 
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     data = load_run(out)
-    assert data.manifest["status"] == "complete"
+    assert data.manifest.status == "complete"
     assert [len(t.rounds) for t in data.tests] == [6, 5]
     assert all(t.result is not None for t in data.tests)
 
@@ -118,12 +118,12 @@ def test_a_burst_of_signals_still_ends_interrupted_and_resumable(tmp_path: Path)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert load_run(out).manifest["status"] == "interrupted"
+    assert load_run(out).manifest.status == "interrupted"
     _all_json_complete(out)
     proc = _start(tmp_path, out, "--resume", str(out))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert load_run(out).manifest["status"] == "complete"
+    assert load_run(out).manifest.status == "complete"
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -137,15 +137,15 @@ def test_sigkill_of_the_process_group_then_resume(tmp_path: Path, seed: int) -> 
     proc.communicate()
     _all_json_complete(out)
     before = load_run(out)
-    assert before.manifest["status"] == "running"  # the process died without a word
-    kept = {t.name: [r["round"] for r in t.rounds] for t in before.tests}
+    assert before.manifest.status == "running"  # the process died without a word
+    kept = {t.name: [r.round for r in t.rounds] for t in before.tests}
     proc = _start(tmp_path, out, "--resume", str(out))
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     after = load_run(out)
-    assert after.manifest["status"] == "complete"
+    assert after.manifest.status == "complete"
     for t in after.tests:
-        numbers = [r["round"] for r in t.rounds]
+        numbers = [r.round for r in t.rounds]
         assert numbers == list(range(1, len(numbers) + 1))
         # every round that was complete before the kill is still there, unchanged
         assert numbers[: len(kept.get(t.name, []))] == kept.get(t.name, [])

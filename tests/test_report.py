@@ -184,7 +184,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             command_line=["tkbench", "run", "--profile", "quick"],
         )
     )
-    assert manifest["status"] == "complete"
+    assert manifest.status == "complete"
     return out
 
 
@@ -481,19 +481,16 @@ def test_synthetic_run_is_a_real_run_directory(synthetic_run: Path) -> None:
     from tkbench.summary import run_summary
 
     run = load_run(synthetic_run)
-    assert run.manifest["synthetic"] is True
-    assert run.manifest["target"]["identity"]["model"] == SYNTHETIC_MODEL
+    assert run.manifest.synthetic is True
+    assert run.manifest.target.identity["model"] == SYNTHETIC_MODEL
     names = [t.name for t in run.tests]
     assert names == ["iops", "throughput-1024k", "throughput-128k", "latency", "wsat"]
     summary = run_summary(run)
     steady = {t["name"]: t["steady_state"] for t in summary["tests"]}
     assert steady["iops"] is True and steady["wsat"] is None
     latency = run.test("latency")
-    point = latency.rounds[0]["points"][0]
-    assert (
-        point["read"]["bins_ns"]
-        and sum(point["read"]["bins_ns"].values()) == (point["read"]["total_ios"])
-    )
+    point = latency.rounds[0].points[0]
+    assert point.read.bins_ns and sum(point.read.bins_ns.values()) == point.read.total_ios
     assert all(t.result is not None for t in run.tests)
 
 

@@ -14,11 +14,28 @@ import tkbench.analysis as core
 from tkbench import store
 from tkbench.analysis.pts import departures
 from tkbench.errors import InputError
+from tkbench.records import (
+    Direction,
+    Manifest,
+    PlannedPoint,
+    PointResult,
+    ProfileRef,
+    Purge,
+    Round,
+    TestPlan,
+)
 from tkbench.report import analysis, fmt, header, options, procedure, render
 from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
 from tkbench.store import RunData
 
 # --------------------------------------------------------------------------- records
+
+HERE = Path("test-data")  # the "file" the records below are read from
+
+
+def typed(cls: Any, data: dict[str, Any]) -> Any:
+    """A record as tkbench reads it from its JSON (``data``), checks included."""
+    return cls.load(data, HERE)
 
 
 def direction(
@@ -60,56 +77,62 @@ def point(bs: int, read_pct: int, iops: float, lat_ms: float = 1.0) -> dict[str,
     }
 
 
-def record(n: int, iops: dict[tuple[int, int], float], segment: int = 1) -> dict[str, Any]:
+def record(n: int, iops: dict[tuple[int, int], float], segment: int = 1) -> Round:
     pts = [point(bs, rp, v) for (bs, rp), v in iops.items()]
-    return {
-        "round": n,
-        "segment": segment,
-        "started": 1_700_000_000.0 + 100 * n,
-        "ended": 1_700_000_000.0 + 100 * n + 60,
-        "points": pts,
-        "tracking": {"iops 4k 0/100": iops[(4096, 0)]},
-        "written_bytes": 1_000_000,
-        "total_written_bytes": 1_000_000 * n,
-    }
+    return typed(
+        Round,
+        {
+            "round": n,
+            "segment": segment,
+            "started": 1_700_000_000.0 + 100 * n,
+            "ended": 1_700_000_000.0 + 100 * n + 60,
+            "points": pts,
+            "tracking": {"iops 4k 0/100": iops[(4096, 0)]},
+            "written_bytes": 1_000_000,
+            "total_written_bytes": 1_000_000 * n,
+        },
+    )
 
 
-def plan(kind: str = "steady", window: int = 3, max_rounds: int = 10) -> dict[str, Any]:
+def plan(kind: str = "steady", window: int = 3, max_rounds: int = 10) -> TestPlan:
     pts = [
         {"bs": bs, "read_pct": rp, "runtime": 1.0, "pattern": "random"}
         for bs in (65536, 4096)
         for rp in (100, 0)
     ]
-    return {
-        "name": "iops",
-        "title": "IOPS",
-        "kind": kind,
-        "purge": True,
-        "precondition": {"total_bytes": 2_000_000, "bs": 131072, "numjobs": 1, "iodepth": 1},
-        "points": pts,
-        "tracking": ["iops 4k 0/100"],
-        "active_bytes": 1_000_000,
-        "active_range": 100,
-        "workload": {
-            "numjobs": 2,
-            "iodepth": 8,
-            "data_pattern": "random",
-            "direct": True,
-            "ioengine": "auto",
+    return typed(
+        TestPlan,
+        {
+            "name": "iops",
+            "title": "IOPS",
+            "kind": kind,
+            "purge": True,
+            "precondition": {"total_bytes": 2_000_000, "bs": 131072, "numjobs": 1, "iodepth": 1},
+            "points": pts,
+            "tracking": ["iops 4k 0/100"],
+            "active_bytes": 1_000_000,
+            "active_range": 100,
+            "workload": {
+                "numjobs": 2,
+                "iodepth": 8,
+                "data_pattern": "random",
+                "direct": True,
+                "ioengine": "auto",
+            },
+            "rounds": {
+                "max": max_rounds,
+                "window": window,
+                "max_excursion": 0.2,
+                "max_slope_excursion": 0.1,
+            },
+            "percentiles": [99.99],
+            "histogram": False,
+            "notes": [],
         },
-        "rounds": {
-            "max": max_rounds,
-            "window": window,
-            "max_excursion": 0.2,
-            "max_slope_excursion": 0.1,
-        },
-        "percentiles": [99.99],
-        "histogram": False,
-        "notes": [],
-    }
+    )
 
 
-def rounds_of(values: list[float], segments: list[int] | None = None) -> list[dict[str, Any]]:
+def rounds_of(values: list[float], segments: list[int] | None = None) -> list[Round]:
     segments = segments or [1] * len(values)
     return [
         record(
@@ -121,7 +144,11 @@ def rounds_of(values: list[float], segments: list[int] | None = None) -> list[di
     ]
 
 
-def manifest(status: str = "complete", **extra: Any) -> dict[str, Any]:
+def manifest(status: str = "complete", **extra: Any) -> Manifest:
+    return Manifest.load_checked(manifest_json(status, **extra), HERE)
+
+
+def manifest_json(status: str = "complete", **extra: Any) -> dict[str, Any]:
     return {
         "kind": "tkbench-run",
         "schema": 1,
@@ -202,8 +229,8 @@ def test_window_means_and_directions() -> None:
 
 def test_pooled_percentiles_come_from_the_merged_histogram() -> None:
     # two rounds: 60,000 I/Os at 1 ms and 60,000 at 2 ms, then one slow outlier set
-    r1 = {"io_bytes": 1, "total_ios": 60_000, "bins_ns": {"1000000": 60_000}}
-    r2 = {"io_bytes": 1, "total_ios": 60_020, "bins_ns": {"2000000": 60_000, "9000000": 20}}
+    r1 = Direction(io_bytes=1, total_ios=60_000, bins_ns={"1000000": 60_000})
+    r2 = Direction(io_bytes=1, total_ios=60_020, bins_ns={"2000000": 60_000, "9000000": 20})
     pct, count, basis = core.pooled_percentiles([r1, r2], ["40", "99", "99.99", "99.999"])
     assert (count, basis) == (120_020, "histogram")
     assert pct["40"] == 1_000_000
@@ -218,14 +245,17 @@ def test_window_is_the_steady_rounds_or_the_last_rounds_of_the_last_segment() ->
     resumed = rounds_of([100.0, 100.0, 100.0, 100.0, 90.0], segments=[1, 1, 1, 2, 2])
     window = core.window(store.TestData("iops", plan(window=3), rounds=resumed))
     assert window == (4, 5)
-    assert [r["round"] for r in core.window_records(resumed, window)] == [4, 5]
+    assert [r.round for r in core.window_records(resumed, window)] == [4, 5]
     fixed = store.TestData("f", plan(kind="fixed"), rounds=steady.rounds)
     assert core.window(fixed) == (1, 2, 3, 4)
 
 
 def test_histogram_rebinning_keeps_every_io() -> None:
     bins = analysis.merge_bins(
-        [{"bins_ns": {"10000": 5, "20000": 7}}, {"bins_ns": {"10000": 1, "5000000": 2}}]
+        [
+            Direction(bins_ns={"10000": 5, "20000": 7}),
+            Direction(bins_ns={"10000": 1, "5000000": 2}),
+        ]
     )
     assert bins == {10000: 6, 20000: 7, 5000000: 2}
     edges, counts = analysis.log_histogram(bins)
@@ -278,8 +308,9 @@ def test_options_come_from_the_profile_unless_given() -> None:
 
 
 def test_flags_for_synthetic_emulated_and_unfinished_runs() -> None:
-    m = manifest(status="interrupted", synthetic=True)
-    m["target"]["identity"]["emulated"] = True
+    data = manifest_json(status="interrupted", synthetic=True)
+    data["target"]["identity"]["emulated"] = True
+    m = Manifest.load_checked(data, HERE)
     flag = header.flag(m)
     assert "SYNTHETIC DATA" in flag and "EMULATED DRIVE" in flag and "INTERRUPTED RUN" in flag
     assert len(header.alerts(m)) == 3
@@ -295,7 +326,7 @@ def test_html_of_a_run_stopped_before_its_first_round() -> None:
             store.TestData(
                 "iops",
                 plan(),
-                purge={"method": "nvme-format", "pts_compliant": True, "seconds": 3.0, "notes": []},
+                purge=Purge(method="nvme-format", pts_compliant=True, seconds=3.0),
             )
         ],
     )
@@ -329,9 +360,9 @@ def test_health_rows_before_and_after() -> None:
 def test_pts_deviations_name_every_reduced_parameter() -> None:
     from tkbench import profile as profilemod
 
-    def manifest_of(name: str) -> dict[str, Any]:
+    def manifest_of(name: str) -> Manifest:
         prof = profilemod.load(name)
-        return {"profile": {"name": name, "source": prof.source, "resolved": prof.resolved}}
+        return Manifest(profile=ProfileRef(name, prof.source, prof.resolved))
 
     assert departures(manifest_of("pts-e")) == []
     assert departures(manifest_of("pts-c")) == []
@@ -343,24 +374,22 @@ def test_pts_deviations_name_every_reduced_parameter() -> None:
     assert "stops at 4x capacity or 1m 00s" in quick
 
 
-def _queue_plan(numjobs: int = 2, iodepth: int = 8) -> dict[str, Any]:
-    return {
-        "points": [
-            {"bs": bs, "read_pct": rp, "numjobs": numjobs, "iodepth": iodepth}
-            for bs in (65536, 4096)
-            for rp in (100, 0)
-        ]
-    }
+def _queue_plan(numjobs: int = 2, iodepth: int = 8) -> TestPlan:
+    points = [
+        PlannedPoint(bs=bs, read_pct=rp, numjobs=numjobs, iodepth=iodepth)
+        for bs in (65536, 4096)
+        for rp in (100, 0)
+    ]
+    return TestPlan(kind="steady", points=tuple(points))
 
 
-def _queue_round(values: dict[tuple[int, int], tuple[float, float]]) -> dict[str, Any]:
+def _queue_round(values: dict[tuple[int, int], tuple[float, float]]) -> Round:
     """A round record with (IOPS, mean response time in µs) per point."""
-    return {
-        "points": [
-            {"bs": bs, "read_pct": rp, "iops": iops, "lat_mean_ns": lat_us * 1000}
-            for (bs, rp), (iops, lat_us) in values.items()
-        ]
-    }
+    points = [
+        PointResult(bs=bs, read_pct=rp, iops=iops, lat_mean_ns=lat_us * 1000)
+        for (bs, rp), (iops, lat_us) in values.items()
+    ]
+    return Round(round=1, points=tuple(points), tracking={})
 
 
 def test_littles_law_uses_each_rounds_product() -> None:

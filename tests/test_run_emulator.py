@@ -90,17 +90,17 @@ def test_issue_sequence_reaches_steady_state_and_shows_saturation(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     data = load_run(out)
-    ident = data.manifest["target"]["identity"]
+    ident = data.manifest.target.identity
     assert ident["emulated"] is True and ident["model"] == "tkbench SSD emulator"
     iops = data.test("iops")
-    assert iops.result is not None and iops.result["steady_state"] is True
+    assert iops.result is not None and iops.result.steady_state is True
     # the drive slid from fresh into steady state: round 1 clearly faster than the window
-    first = iops.rounds[0]["tracking"]["iops 64k 65/35"]
-    window = iops.result["verdicts"]["iops 64k 65/35"]["mean"]
+    first = iops.rounds[0].tracking["iops 64k 65/35"]
+    window = iops.result.verdicts["iops 64k 65/35"].mean
     assert first > 1.3 * window
-    wsat = [r["tracking"]["iops 4k 0/100"] for r in data.test("wsat").rounds]
+    wsat = [r.tracking["iops 4k 0/100"] for r in data.test("wsat").rounds]
     assert wsat[0] >= 1.3 * wsat[-1]
-    assert data.test("wsat").rounds[-1]["total_written_bytes"] >= 4 * (256 << 20)
+    assert data.test("wsat").rounds[-1].total_written_bytes >= 4 * (256 << 20)
 
 
 def test_injected_io_errors_fail_the_run_with_4_and_keep_it_readable(
@@ -115,7 +115,7 @@ def test_injected_io_errors_fail_the_run_with_4_and_keep_it_readable(
     assert len(errors) == 1 and "Traceback" not in run.stderr
     assert "error" in errors[0].lower()
     data = load_run(out)
-    assert data.manifest["status"] == "failed"
+    assert data.manifest.status == "failed"
     assert list((out / "tests").glob("*/failed/*.out"))  # fio's output of the failed round kept
     show = subprocess.run(
         [*TK, "show", str(out), "--json"], capture_output=True, text=True, check=False
@@ -134,7 +134,7 @@ def test_a_drive_that_disappears_mid_run(
     run = _run_never_steady(sock, out)
     assert run.returncode == 4, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
-    assert load_run(out).manifest["status"] == "failed"
+    assert load_run(out).manifest.status == "failed"
     emu.communicate(timeout=20)
     assert emu.returncode == 0  # the emulator really went away (an injected disconnect)
 
@@ -153,6 +153,6 @@ def test_demo_command_runs_and_stops_its_emulator(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"Run directory: {out}" in run.stdout
     data = load_run(out)
-    assert data.manifest["status"] == "complete"
-    assert data.manifest["target"]["identity"]["emulated"] is True
+    assert data.manifest.status == "complete"
+    assert data.manifest.target.identity["emulated"] is True
     assert subprocess.run(["pgrep", "-f", "tkbench-demo-"], capture_output=True).returncode == 1

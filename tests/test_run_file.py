@@ -47,32 +47,36 @@ def test_iops_run_stores_every_round_and_stops_at_steady_state(tmp_path: Path) -
             "tests.wsat.enabled=false",
         ],
     )
-    assert manifest["status"] == "complete"
-    assert manifest["fio_version"].startswith("fio-")
-    assert manifest["target"]["capacity_bytes"] == 16 * MiB
+    assert manifest.status == "complete"
+    assert manifest.fio_version.startswith("fio-")
+    assert manifest.target.capacity_bytes == 16 * MiB
     run = load_run(out)
     (iops,) = run.tests
-    assert [r["round"] for r in iops.rounds] == [1, 2, 3]
-    assert iops.result is not None and iops.result["steady_state"] is True
-    assert iops.result["window"] == [1, 2, 3]
+    assert [r.round for r in iops.rounds] == [1, 2, 3]
+    assert iops.result is not None and iops.result.steady_state is True
+    assert iops.result.window == (
+        1,
+        2,
+        3,
+    )
     rdir = out / "tests" / "iops" / "rounds"
     for n in (1, 2, 3):
         raw = (rdir / f"{n:04d}.out").read_text()
         assert '"fio version"' in raw
         assert "[p000_64k_100-0]" in (rdir / f"{n:04d}.fio").read_text()
     r1 = iops.rounds[0]
-    assert len(r1["points"]) == 6
-    for p in r1["points"]:
-        assert p["iops"] > 0 and p["error"] == 0
-        assert p["runtime"] == 0.2
-    w = next(p for p in r1["points"] if p["read_pct"] == 0 and p["bs"] == 4096)
-    assert r1["tracking"]["iops 4k 0/100"] == pytest.approx(w["iops"])
-    assert w["read"]["io_bytes"] == 0 and w["write"]["io_bytes"] > 0
-    assert set(w["write"]["percentiles_ns"]) >= {"99", "99.99"}
-    assert iops.purge is not None and iops.purge["method"] == "file-recreate"
-    assert iops.purge["pts_compliant"] is False
+    assert len(r1.points) == 6
+    for p in r1.points:
+        assert p.iops > 0 and p.error == 0
+        assert p.runtime == 0.2
+    w = next(p for p in r1.points if p.read_pct == 0 and p.bs == 4096)
+    assert r1.tracking["iops 4k 0/100"] == pytest.approx(w.iops)
+    assert w.read.io_bytes == 0 and w.write.io_bytes > 0
+    assert set(w.write.percentiles_ns) >= {"99", "99.99"}
+    assert iops.purge is not None and iops.purge.method == "file-recreate"
+    assert iops.purge.pts_compliant is False
     assert iops.precondition is not None
-    assert iops.precondition["written_bytes"] == 16 * MiB  # capacity_multiple 1.0
+    assert iops.precondition.written_bytes == 16 * MiB  # capacity_multiple 1.0
     assert not (out / ".scratch").exists()
 
 
@@ -90,10 +94,10 @@ def test_tight_limits_run_to_the_round_limit(tmp_path: Path) -> None:
     )
     t = load_run(out).test("latency")
     assert len(t.rounds) == 6
-    assert t.result is not None and t.result["steady_state"] is False
+    assert t.result is not None and t.result.steady_state is False
     # json+ histograms are kept for the latency test
-    p = t.rounds[0]["points"][0]
-    assert sum(p["read"]["bins_ns"].values()) > 0
+    p = t.rounds[0].points[0]
+    assert sum(p.read.bins_ns.values()) > 0
 
 
 @pytest.mark.fio
@@ -109,7 +113,7 @@ def test_write_saturation_stops_at_written_multiple(tmp_path: Path) -> None:
         ],
     )
     t = load_run(out).test("wsat")
-    totals = [r["total_written_bytes"] for r in t.rounds]
+    totals = [r.total_written_bytes for r in t.rounds]
     assert totals[-1] >= 8 * MiB
     assert len(totals) == 1 or totals[-2] < 8 * MiB  # stopped at the first round past the limit
     assert totals == sorted(totals)
@@ -136,14 +140,14 @@ def test_interrupt_and_resume_continue_the_rounds(tmp_path: Path) -> None:
     with pytest.raises(Interrupted):
         _run(tmp_path, overrides, stop=stop)
     data = load_run(tmp_path / "run")
-    assert data.manifest["status"] == "interrupted"
+    assert data.manifest.status == "interrupted"
     assert len(data.test("iops").rounds) == 2
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
-    assert manifest["status"] == "complete"
+    assert manifest.status == "complete"
     t = load_run(out).test("iops")
-    assert [r["round"] for r in t.rounds] == [1, 2, 3, 4]
-    assert {r["segment"] for r in t.rounds} == {1}
-    assert manifest["resumes"][0]["action"] == "continue"
+    assert [r.round for r in t.rounds] == [1, 2, 3, 4]
+    assert {r.segment for r in t.rounds} == {1}
+    assert manifest.resumes[0].action == "continue"
 
 
 @pytest.mark.fio
@@ -165,10 +169,13 @@ def test_resume_after_a_long_gap_starts_a_new_segment(tmp_path: Path) -> None:
         )
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True, resume_gap=0.0))
     t = load_run(out).test("iops")
-    assert manifest["resumes"][0]["action"] == "re-precondition"
-    assert [(r["round"], r["segment"]) for r in t.rounds] == [(1, 1), (2, 2), (3, 2)]
+    assert manifest.resumes[0].action == "re-precondition"
+    assert [(r.round, r.segment) for r in t.rounds] == [(1, 1), (2, 2), (3, 2)]
     # the window lies in the new segment only
-    assert t.result is not None and t.result["window"] == [2, 3]
+    assert t.result is not None and t.result.window == (
+        2,
+        3,
+    )
 
 
 @pytest.mark.fio
@@ -208,7 +215,7 @@ def test_summary_of_synthetic_records_matches(tmp_path: Path) -> None:
     s = run_summary(load_run(out))
     t = s["tests"][0]
     rounds = load_run(out).test("iops").rounds
-    assert t["tracking"]["iops 64k 65/35"] == [r["tracking"]["iops 64k 65/35"] for r in rounds]
+    assert t["tracking"]["iops 64k 65/35"] == [r.tracking["iops 64k 65/35"] for r in rounds]
 
 
 @pytest.mark.fio
@@ -234,11 +241,12 @@ def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_two_runs_cannot_claim_one_run_directory(tmp_path: Path) -> None:
     from tkbench.errors import RunDirError
+    from tkbench.records import Manifest
     from tkbench.store import RunStore
 
-    RunStore.create(tmp_path / "r", {"status": "running"})
+    RunStore.create(tmp_path / "r", Manifest(status="running"))
     with pytest.raises(RunDirError):
-        RunStore.create(tmp_path / "r", {"status": "running"})
+        RunStore.create(tmp_path / "r", Manifest(status="running"))
 
 
 @pytest.mark.fio
@@ -271,7 +279,7 @@ def test_resume_of_a_test_whose_rounds_were_complete_only_writes_its_result(
     _, m = start(RunRequest(resume=out, assume_yes=True))
     t = load_run(out).test("iops")
     assert len(t.rounds) == 3  # no round added
-    assert t.result is not None and t.result["rounds"] == 3 and t.result["segment"] == 1
+    assert t.result is not None and t.result.rounds == 3 and t.result.segment == 1
     assert (out / "tests/iops/precondition.json").read_text() == pre_before  # not redone
     assert not list((out / "tests/iops").glob("precondition-s*.json"))
-    assert m["status"] == "complete"
+    assert m.status == "complete"

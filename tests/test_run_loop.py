@@ -75,8 +75,8 @@ def test_block_device_needs_confirm_with_its_kernel_name(
     name = Path(loopdev).name
     assert cli.main(_run_args(loopdev, tmp_path / "ok", "--confirm", name)) == 0
     t = load_run(tmp_path / "ok").test("iops")
-    assert t.purge is not None and t.purge["method"] == "blkdiscard"
-    assert t.purge["pts_compliant"] is False
+    assert t.purge is not None and t.purge.method == "blkdiscard"
+    assert t.purge.pts_compliant is False
     assert len(t.rounds) == 2
     assert _digest(loopdev) != before
     # health snapshots around the test: a loop device has no SMART data, and says so
@@ -121,8 +121,8 @@ def test_a_failing_purge_marks_the_run_failed(
     line = _one_line_error(capsys.readouterr().err)
     assert "Input/output error" in line
     run = load_run(tmp_path / "r")
-    assert run.manifest["status"] == "failed"
-    assert "Input/output error" in run.manifest["error"]
+    assert run.manifest.status == "failed"
+    assert "Input/output error" in run.manifest.error
     failed = json.loads((tmp_path / "r/tests/iops/purge-failed.json").read_text())
     assert failed["commands"][0]["argv"][0].endswith("blkdiscard")
     assert run.test("iops").rounds == []

@@ -50,35 +50,40 @@ def test_the_kept_runs_are_what_the_readme_says() -> None:
     """What each kept directory exists to cover; a regenerated one must cover it too."""
     runs = {name: load_run(RUNDIRS / name) for name in outputs.RUNS}
     for name, run in runs.items():
-        assert run.manifest["schema"] == SCHEMA == 1, name
-        assert run.manifest["status"] == "complete", name
-        assert run.manifest["fio_version"] == "fio-3.33", name
+        stored = json.loads((RUNDIRS / name / "manifest.json").read_text())
+        assert stored["schema"] == SCHEMA == 1, name
+        assert run.manifest.status == "complete", name
+        assert run.manifest.fio_version == "fio-3.33", name
         assert all(t.result is not None for t in run.tests), name
         # the raw fio output and job file of every round are kept beside its record
         for t in run.tests:
             for r in t.rounds:
-                stem = RUNDIRS / name / "tests" / t.name / "rounds" / f"{r['round']:04d}"
+                stem = RUNDIRS / name / "tests" / t.name / "rounds" / f"{r.round:04d}"
                 assert stem.with_suffix(".out").stat().st_size > 0
                 assert stem.with_suffix(".fio").stat().st_size > 0
     a, b = runs["file-a"], runs["file-b"]
     assert [t.name for t in a.tests] == ["iops", "throughput", "latency", "wsat"]
     assert [t.name for t in b.tests] == ["iops", "throughput", "latency", "wsat"]
-    assert a.manifest["target"]["kind"] == "file"
+    assert a.manifest.target.kind == "file"
     # the same "drive" twice, so history and compare see two runs of one drive
-    assert a.manifest["target"]["identity"] == b.manifest["target"]["identity"]
+    assert a.manifest.target.identity == b.manifest.target.identity
     for run in (a, b):
-        verdicts = {t.name: (t.result or {}).get("steady_state") for t in run.tests}
+        verdicts = {t.name: t.result.steady_state if t.result else None for t in run.tests}
         assert verdicts == {"iops": True, "throughput": False, "latency": False, "wsat": None}
-    emu = runs["emu"].manifest["target"]
-    assert emu["kind"] == "nbd" and emu["identity"]["emulated"] is True
+    emu = runs["emu"].manifest.target
+    assert emu.kind == "nbd" and emu.identity["emulated"] is True
     resumed = runs["resumed"]
-    assert [(r["test"], r["action"]) for r in resumed.manifest["resumes"]] == [
+    assert [(r.test, r.action) for r in resumed.manifest.resumes] == [
         ("iops", "continue"),
         ("throughput", "re-precondition"),
     ]
     tp = resumed.test("throughput")
-    assert [(r["round"], r["segment"]) for r in tp.rounds] == [(1, 1), (2, 2), (3, 2), (4, 2)]
-    assert tp.result is not None and tp.result["window"] == [2, 3, 4]
+    assert [(r.round, r.segment) for r in tp.rounds] == [(1, 1), (2, 2), (3, 2), (4, 2)]
+    assert tp.result is not None and tp.result.window == (
+        2,
+        3,
+        4,
+    )
     assert (RUNDIRS / "resumed" / "tests" / "throughput" / "precondition-s2.json").exists()
 
 

@@ -48,4 +48,4 @@ def test_run_on_a_terminal_shows_bars_and_finishes(tmp_path: Path) -> None:
     assert "ETA" in screen
     assert "iops round 2: iops 4k 0/100" in screen
     assert "Write Saturation:" in screen
-    assert load_run(out).manifest["status"] == "complete"
+    assert load_run(out).manifest.status == "complete"

@@ -9,31 +9,17 @@ from __future__ import annotations
 import math
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from . import analysis
 from .analysis import analyze_test
 from .profile import Acceptance
-from .store import RunData, write_atomic, write_json
+from .records import CheckItem, Checks
+from .store import RunData, write_atomic, write_record
 from .units import format_size
 
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    kind: str  # steady_state | criterion | regression
-    passed: bool
-    measured: float | None
-    limit: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["measured"] is not None and not math.isfinite(d["measured"]):
-            d["measured"] = None
-        return d
+# one PASS/FAIL check, as checks.json keeps it
+Check = CheckItem
 
 
 def steady_checks(run: RunData) -> list[Check]:
@@ -101,29 +87,15 @@ def regression_checks(
     return out
 
 
-def summary(checks: list[Check]) -> dict[str, Any]:
-    return {
-        "passed": all(c.passed for c in checks),
-        "count": len(checks),
-        "failed": sum(not c.passed for c in checks),
-        "checks": [c.to_dict() for c in checks],
-        "evaluated": time.time(),
-    }
-
-
-def save(run_dir: Path, checks: list[Check], baseline: str | None = None) -> dict[str, Any]:
-    data = summary(checks)
-    data["baseline"] = baseline
-    write_json(Path(run_dir) / "checks.json", data)
-    return data
+def save(run_dir: Path, checks: list[Check], baseline: str | None = None) -> Checks:
+    record = Checks.of(checks, evaluated=time.time(), baseline=baseline)
+    write_record(Path(run_dir) / "checks.json", record)
+    return record
 
 
 def junit_xml(run: RunData, checks: list[Check]) -> str:
     """JUnit XML: one testcase per check, in one suite named after the run."""
-    name = (
-        f"tkbench {run.manifest.get('profile', {}).get('name', '')} "
-        f"{run.manifest.get('target', {}).get('spec', '')}".strip()
-    )
+    name = f"tkbench {run.manifest.profile.name} {run.manifest.target.spec}".strip()
     suite = ET.Element(
         "testsuite",
         {

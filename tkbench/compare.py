@@ -12,11 +12,13 @@ run 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import analysis
+from .analysis import kind_of
+from .records import TestPlan
 from .store import RunData, TestData
 from .units import format_size, human_bytes
 from .vocab import metric
@@ -95,8 +97,8 @@ class Difference:
 MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
 
 
-def _metrics(plan: Mapping[str, Any]) -> list[str]:
-    tracked = [label.split()[0] for label in plan.get("tracking", [])]
+def _metrics(plan: TestPlan) -> list[str]:
+    tracked = [label.split()[0] for label in plan.tracking]
     first = tracked[0] if tracked else "iops"
     return [first, "p99.99"] if first == "lat_mean" else [first]
 
@@ -120,8 +122,8 @@ def points_of(tests: Sequence[TestData | None]) -> list[tuple[int, int]]:
     """(block size, read %) of every point any of ``tests`` planned, in plan order."""
     seen: dict[tuple[int, int], None] = {}
     for t in tests:
-        for p in (t.plan.get("points") or []) if t is not None else []:
-            seen.setdefault((int(p["bs"]), int(p["read_pct"])), None)
+        for p in t.plan.points if t is not None else ():
+            seen.setdefault(p.key, None)
     return list(seen)
 
 
@@ -151,39 +153,36 @@ def _sizes(values: Sequence[int]) -> str:
     return ", ".join(format_size(v) for v in values)
 
 
-def conditions(plan: Mapping[str, Any], target_kind: str = "") -> dict[str, str]:
+def conditions(plan: TestPlan) -> dict[str, str]:
     """The conditions of a test that its numbers depend on, as comparable text."""
-    wl = plan.get("workload") or {}
-    pts = plan.get("points") or []
-    pre = plan.get("precondition") or {}
-    lim = plan.get("rounds") or {}
-    active = float(plan.get("active_bytes") or 0)
+    wl = plan.workload
+    pts = plan.points
+    pre = plan.precondition
+    lim = plan.rounds
+    active = plan.active_bytes
     out = {
-        "kind": str(plan.get("kind", "steady")),
-        "access pattern": ", ".join(sorted({str(p.get("pattern", "?")) for p in pts})),
-        "block sizes": _sizes(sorted({int(p["bs"]) for p in pts})),
+        "kind": plan.kind,
+        "access pattern": ", ".join(sorted({p.pattern for p in pts})),
+        "block sizes": _sizes(sorted({p.bs for p in pts})),
         "R/W mixes": ", ".join(
-            f"{m}/{100 - m}" for m in sorted({int(p["read_pct"]) for p in pts}, reverse=True)
+            f"{m}/{100 - m}" for m in sorted({p.read_pct for p in pts}, reverse=True)
         ),
-        "outstanding I/O": f"{wl.get('numjobs', 1)} jobs × QD {wl.get('iodepth', 1)}",
-        "point runtime": ", ".join(f"{float(p.get('runtime', 0)):g} s" for p in pts[:1]),
-        "ActiveRange": f"{float(plan.get('active_range', 100)):g} %",
-        "data pattern": str(wl.get("data_pattern", "?")),
-        "I/O": f"{'direct' if wl.get('direct', True) else 'buffered'}, "
-        f"ioengine {analysis.ioengine_used(plan, target_kind)}",
-        "purge": "yes" if plan.get("purge") else "no",
+        "outstanding I/O": f"{wl.numjobs} jobs × QD {wl.iodepth}",
+        "point runtime": ", ".join(f"{p.runtime:g} s" for p in pts[:1]),
+        "ActiveRange": f"{plan.active_range:g} %",
+        "data pattern": wl.data_pattern,
+        "I/O": f"{'direct' if wl.direct else 'buffered'}, ioengine {plan.ioengine_used}",
+        "purge": "yes" if plan.purge else "no",
         "preconditioning": (
-            f"{float(pre.get('total_bytes', 0)) / active:.2g}× ActiveRange, "
-            f"{format_size(int(pre.get('bs', 0)))}"
+            f"{pre.total_bytes / active:.2g}× ActiveRange, {format_size(pre.bs)}"
             if pre and active
             else "none"
         ),
     }
-    if plan.get("kind") == "steady":
+    if kind_of(plan).has_steady_state:
         out["stop rule"] = (
-            f"window {lim.get('window')}, excursion ≤ {float(lim.get('max_excursion', 0)):g}, "
-            f"slope ≤ {float(lim.get('max_slope_excursion', 0)):g}, "
-            f"at most {lim.get('max')} rounds"
+            f"window {lim.window}, excursion ≤ {lim.max_excursion:g}, "
+            f"slope ≤ {lim.max_slope_excursion:g}, at most {lim.max} rounds"
         )
     return out
 
@@ -193,11 +192,11 @@ RUN_LEVEL = "all tests"  # the test name of a difference between whole runs
 
 def run_conditions(run: RunData) -> dict[str, str]:
     """Conditions of a whole run: the kind and size of target, the fio that drove it."""
-    target = run.manifest.get("target") or {}
+    target = run.manifest.target
     return {
-        "target kind": str(target.get("kind", "?")),
-        "capacity": human_bytes(float(target.get("capacity_bytes") or 0), decimal=True),
-        "fio version": str(run.manifest.get("fio_version", "?")),
+        "target kind": target.kind or "?",
+        "capacity": human_bytes(float(target.capacity_bytes), decimal=True),
+        "fio version": run.manifest.fio_version or "?",
     }
 
 
@@ -215,12 +214,8 @@ def differences(runs: Sequence[RunData]) -> list[Difference]:
         per_run = tuple(w[key] for w in whole)
         if len(set(per_run)) > 1:
             out.append(Difference(RUN_LEVEL, key, per_run))
-    kinds = [str((r.manifest.get("target") or {}).get("kind", "")) for r in runs]
     for name in test_names(runs):
-        conds = [
-            conditions(t.plan, kind) if t is not None else None
-            for t, kind in zip(tests_of(runs, name), kinds, strict=True)
-        ]
+        conds = [conditions(t.plan) if t is not None else None for t in tests_of(runs, name)]
         if None in conds:
             out.append(Difference(name, "ran", tuple("no" if c is None else "yes" for c in conds)))
         keys = next(c for c in conds if c is not None)
@@ -235,8 +230,7 @@ def differences(runs: Sequence[RunData]) -> list[Difference]:
 
 
 def run_label(run: RunData) -> str:
-    ident = (run.manifest.get("target") or {}).get("identity") or {}
-    return f"{ident.get('model', '?')} ({run.root.name})"
+    return f"{run.manifest.target.identity.get('model', '?')} ({run.root.name})"
 
 
 def format_rows(

@@ -32,10 +32,24 @@ from typing import Any, Protocol
 
 from . import __version__, jobfile
 from .analysis import steady
-from .analysis.kinds import Standing, kind_of, test_result
+from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
+from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest, Point
+from .records import (
+    Failure,
+    Host,
+    Manifest,
+    Precondition,
+    ProfileRef,
+    Purge,
+    Resume,
+    Round,
+    TargetRecord,
+    TestPlan,
+)
+from .records.base import dump
 from .results import (
     LiveFigures,
     StatusStream,
@@ -73,7 +87,7 @@ class EngineOptions:
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
 
 
-def host_info() -> dict[str, Any]:
+def host_info() -> Host:
     uname = platform.uname()
     cpu = "unknown"
     try:
@@ -95,50 +109,45 @@ def host_info() -> dict[str, Any]:
     mem = 0
     with contextlib.suppress(OSError, ValueError):
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": uname.release,
-        "os": os_name,
-        "machine": uname.machine,
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "memory_bytes": mem,
-        "python": sys.version.split()[0],
-    }
+    return Host(
+        hostname=socket.gethostname(),
+        kernel=uname.release,
+        os=os_name,
+        machine=uname.machine,
+        cpu=cpu,
+        cpus=os.cpu_count(),
+        memory_bytes=mem,
+        python=sys.version.split()[0],
+    )
 
 
 def new_manifest(
     plan: Plan, target: Target, fio_version: str, command_line: list[str], hosts: list[str]
-) -> dict[str, Any]:
-    return {
-        "run_id": str(uuid.uuid4()),  # survives copying or moving the run directory
-        "tkbench_version": __version__,
-        "fio_version": fio_version,
-        "host": host_info(),
-        "fio_servers": hosts,
-        "command_line": command_line,
-        "profile": {
-            "name": plan.profile.name,
-            "source": plan.profile.source,
-            "resolved": plan.profile.resolved,
-        },
-        "target": {
-            "spec": target.spec,
-            "kind": target.kind,
-            "path": target.path,
-            "capacity_bytes": target.capacity,
-            "logical_sector": target.logical_sector,
-            "identity": target.identity,
-        },
-        "active_bytes": plan.active_bytes,
-        "tests": [t.name for t in plan.tests],
-        "plan_notes": list(plan.notes),
-        "status": "running",
-        "started": time.time(),
-        "ended": None,
-        "resumes": [],
-        "error": None,
-    }
+) -> Manifest:
+    return Manifest(
+        run_id=str(uuid.uuid4()),  # survives copying or moving the run directory
+        tkbench_version=__version__,
+        fio_version=fio_version,
+        host=host_info(),
+        fio_servers=tuple(hosts),
+        command_line=tuple(command_line),
+        profile=ProfileRef(
+            name=plan.profile.name, source=plan.profile.source, resolved=plan.profile.resolved
+        ),
+        target=TargetRecord(
+            spec=target.spec,
+            kind=target.kind,
+            path=target.path,
+            capacity_bytes=target.capacity,
+            logical_sector=target.logical_sector,
+            identity=target.identity,
+        ),
+        active_bytes=plan.active_bytes,
+        tests=tuple(t.name for t in plan.tests),
+        plan_notes=tuple(plan.notes),
+        status="running",
+        started=time.time(),
+    )
 
 
 class Engine:
@@ -159,7 +168,7 @@ class Engine:
         self.options = options or EngineOptions()
 
     # ------------------------------------------------------------------ run
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Manifest:
         """Run (or continue) every planned test.  Returns the final manifest."""
         store = self.store
         data = store.load()
@@ -202,7 +211,7 @@ class Engine:
     def run_test(self, test: PlannedTest, existing: TestData | None) -> None:
         store = self.store
         rounds = list(existing.rounds) if existing else []
-        segment = max((int(r.get("segment", 1)) for r in rounds), default=1)
+        segment = max((r.segment for r in rounds), default=1)
         needs_purge = test.purge
         needs_pre = test.precondition is not None
         resumed = existing is not None
@@ -216,7 +225,7 @@ class Engine:
                     segment,
                     _written(rounds),
                     _started(rounds),
-                    now=float(rounds[-1].get("ended", 0.0)),
+                    now=rounds[-1].ended,
                 )
                 if rounds
                 else None
@@ -227,17 +236,8 @@ class Engine:
                 self._finish(test, rounds, segment, _written(rounds), reason)
                 return
             action = self._resume_action(test, existing)
-            store.update_manifest(
-                resumes=[
-                    *store.manifest().get("resumes", []),
-                    {
-                        "at": time.time(),
-                        "test": test.name,
-                        "rounds_kept": len(rounds),
-                        "action": action,
-                    },
-                ]
-            )
+            resume = Resume(at=time.time(), test=test.name, rounds_kept=len(rounds), action=action)
+            store.update_manifest(resumes=(*store.manifest().resumes, resume))
             store.log(f"resume {test.name}: {action} ({len(rounds)} complete round(s) kept)")
             self.progress.event("test_resumed", test=test, action=action, rounds=len(rounds))
             if action == "continue":
@@ -253,8 +253,7 @@ class Engine:
                 self._discard_rounds(test)
         else:
             # what the engine knows now and a reader could only guess later
-            used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
-            store.save_test_plan(test.name, {**test.to_dict(), "ioengine_used": used})
+            store.save_test_plan(test.name, self._record(test))
         self.progress.event("test_started", test=test, rounds_done=len(rounds))
         store.log(f"test {test.name}: started")
         self._health(test, "before")
@@ -277,30 +276,30 @@ class Engine:
         except DeviceError as exc:
             failed = getattr(exc, "record", None)
             if failed is not None:  # the commands that ran, for the person fixing it
-                info = {**failed.to_dict(), "error": str(exc), "started": t0, "ended": time.time()}
+                info = purge_record(failed, t0, time.time(), segment, error=str(exc))
                 self.store.save_phase(test.name, "purge-failed", info)
             raise
-        record.update({"started": t0, "ended": time.time(), "segment": segment})
-        self.store.save_phase(test.name, "purge", record)
-        self.store.log(f"test {test.name}: purge by {record['method']} in {record['seconds']} s")
+        done = purge_record(record, t0, time.time(), segment)
+        self.store.save_phase(test.name, "purge", done)
+        self.store.log(f"test {test.name}: purge by {done.method} in {done.seconds} s")
 
     def _health(self, test: PlannedTest, when: str) -> None:
         """Keep a SMART/health snapshot of the drive (block devices only; never fails a run)."""
         try:
             snap = self.target.health()
         except DeviceError as exc:
-            snap = {"notes": [f"no health snapshot: {exc}"]}
+            snap = {"notes": [f"no health snapshot: {exc}"]}  # keys as a device's own
         if snap is None:
             return
         if when == "before" and (self.store.test_dir(test.name) / "health-before.json").exists():
             when = f"resume-{int(time.time())}"  # keep the snapshot from the test's start
-        self.store.save_phase(test.name, f"health-{when}", snap)
+        self.store.save_health(test.name, f"health-{when}", snap)
 
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
         if not existing.rounds:
             return "restart"
-        gap = time.time() - float(existing.rounds[-1].get("ended", 0))
-        return kind_of(test.to_dict()).resume_action(
+        gap = time.time() - existing.rounds[-1].ended
+        return kind_named(test.spec.kind).resume_action(
             gap, self.options.resume_gap, test.precondition is not None
         )
 
@@ -361,7 +360,7 @@ class Engine:
                 path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
             )
         except FioFailed as exc:
-            info = {**exc.run.info(), "error": str(exc), "test": test.name}
+            info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
             self.store.save_failure(
                 test.name, f"{name}-{int(time.time())}", exc.run.stdout, text, info
             )
@@ -391,17 +390,17 @@ class Engine:
         )
         assert run.output is not None
         written = sum(j.write.io_bytes for j in run.output.jobs)
-        record = {
-            **pre.to_dict(),
-            "written_bytes": written,
-            "started": run.started,
-            "ended": run.started + run.seconds,
-            "seconds": round(run.seconds, 3),
-            "segment": segment,
-            "fio": run.info(),
+        record = Precondition(
+            **dump(pre.record()),
+            written_bytes=written,
+            started=run.started,
+            ended=run.started + run.seconds,
+            seconds=round(run.seconds, 3),
+            segment=segment,
+            fio=run.call(),
             # precondition.max_duration ended it before the planned amount
-            "cut_short": written < pre.total_bytes,
-        }
+            cut_short=written < pre.total_bytes,
+        )
         # segment 1 is precondition.json; a later segment's keeps its own record
         phase = "precondition" if segment == 1 else f"precondition-s{segment}"
         self.store.save_phase(test.name, phase, record, raw=run.stdout, jobfile=text)
@@ -416,10 +415,10 @@ class Engine:
             handoff,
         )
 
-    def _rounds(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> None:
+    def _rounds(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
         spec = test.spec
-        total_written = sum(int(r.get("written_bytes", 0)) for r in rounds)
-        started = float(rounds[0]["started"]) if rounds else time.time()
+        total_written = int(sum(r.written_bytes for r in rounds))
+        started = rounds[0].started if rounds else time.time()
         verdicts: dict[str, steady.Verdict] = {}
         while True:
             n = len(rounds) + 1
@@ -444,26 +443,26 @@ class Engine:
                 points = summarize_round(test.points, run.output, with_bins=spec.histogram)
                 values = tracking_values(points, test.tracking)
             except TkbenchError as exc:
-                info = {**run.info(), "error": str(exc), "test": test.name}
+                info = Failure(test=test.name, error=str(exc), fio=run.call())
                 self.store.save_failure(
                     test.name, f"round-{n:04d}-{int(time.time())}", run.stdout, text, info
                 )
                 raise
             written = written_bytes(points)
             total_written += written
-            record = {
-                "test": test.name,
-                "round": n,
-                "segment": segment,
-                "started": run.started,
-                "ended": run.started + run.seconds,
-                "fio": run.info(),
-                "points": points,
-                "tracking": values,
-                "written_bytes": written,
-                "total_written_bytes": total_written,
-            }
-            self.store.save_round(test.name, n, record, run.stdout, text)
+            record = Round(
+                test=test.name,
+                round=n,
+                segment=segment,
+                started=run.started,
+                ended=run.started + run.seconds,
+                fio=run.call(),
+                points=tuple(points),
+                tracking=values,
+                written_bytes=written,
+                total_written_bytes=total_written,
+            )
+            self.store.save_round(test.name, record, run.stdout, text)
             rounds.append(record)
             verdicts = self._verdicts(test, rounds, segment)
             self.progress.event(
@@ -479,14 +478,14 @@ class Engine:
     def _finish(
         self,
         test: PlannedTest,
-        rounds: list[dict[str, Any]],
+        rounds: list[Round],
         segment: int,
         total_written: int,
         stop_reason: str,
     ) -> None:
         seg = segment_rounds(rounds, segment) or rounds
         result = test_result(
-            test.to_dict(),
+            self._record(test),
             rounds,
             self.target.capacity,
             segment,
@@ -496,27 +495,27 @@ class Engine:
         )
         self._health(test, "after")
         self.store.save_result(test.name, result)
-        self.store.log(f"test {test.name}: {result['summary']}")
+        self.store.log(f"test {test.name}: {result.summary}")
         self.progress.event("test_done", test=test, result=result)
 
-    def _after_idle(self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int) -> int:
+    def _after_idle(self, test: PlannedTest, rounds: list[Round], segment: int) -> int:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
         tkbench was stopped) lets the drive recover: start a new segment, after
         preconditioning again, so no steady-state window spans the gap."""
         if (
             not rounds
-            or not kind_of(test.to_dict()).idle_starts_segment
+            or not kind_named(test.spec.kind).idle_starts_segment
             or segment_of(rounds[-1]) != segment
         ):
             # no rounds, or a segment a resume has just begun (after preconditioning
             # again): the gap before it is already dealt with
             return segment
-        gap = time.time() - float(rounds[-1].get("ended", time.time()))
+        gap = time.time() - rounds[-1].ended
         if gap <= max(self.options.resume_gap, IDLE_GAP_MIN):
             return segment
         segment += 1
         self.store.log(
-            f"test {test.name}: {gap:.0f} s idle since round {rounds[-1]['round']}; "
+            f"test {test.name}: {gap:.0f} s idle since round {rounds[-1].round}; "
             f"new segment {segment}"
         )
         self.progress.event(
@@ -530,14 +529,14 @@ class Engine:
         return self._scratch(f"handoff-{time.monotonic_ns()}")
 
     def _verdicts(
-        self, test: PlannedTest, rounds: list[dict[str, Any]], segment: int
+        self, test: PlannedTest, rounds: list[Round], segment: int
     ) -> dict[str, steady.Verdict]:
-        return segment_verdicts(test.to_dict(), rounds, segment)
+        return segment_verdicts(self._record(test), rounds, segment)
 
     def _stop_reason(
         self,
         test: PlannedTest,
-        rounds: list[dict[str, Any]],
+        rounds: list[Round],
         segment: int,
         total_written: int,
         started: float,
@@ -552,7 +551,13 @@ class Engine:
             now=time.time() if now is None else now,
             capacity=self.target.capacity,
         )
-        return kind_of(record := test.to_dict()).stop_reason(record, progress)
+        record = self._record(test)
+        return kind_of(record).stop_reason(record, progress)
+
+    def _record(self, test: PlannedTest) -> TestPlan:
+        """The test as its ``test.json`` states it (what the stop rules read)."""
+        used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
+        return test.record(ioengine_used=str(used))
 
 
 class CounterSampler:
@@ -590,12 +595,33 @@ class CounterSampler:
             self._thread.join()
 
 
-def _written(rounds: list[dict[str, Any]]) -> int:
-    return int(rounds[-1].get("total_written_bytes", 0)) if rounds else 0
+def _written(rounds: list[Round]) -> int:
+    return int(rounds[-1].total_written_bytes) if rounds else 0
 
 
-def _started(rounds: list[dict[str, Any]]) -> float:
-    return float(rounds[0]["started"]) if rounds else time.time()
+def _started(rounds: list[Round]) -> float:
+    return rounds[0].started if rounds else time.time()
+
+
+def purge_record(
+    done: PurgeRecord, started: float, ended: float, segment: int, error: str | None = None
+) -> Purge:
+    """A purge (or a failed one, with ``error``) as the run directory keeps it."""
+    return Purge(
+        method=done.method,
+        pts_compliant=done.pts_compliant,
+        device=done.device,
+        interface=done.interface,
+        requested_method=done.requested_method,
+        commands=tuple(done.commands),
+        seconds=done.seconds,
+        started_at=done.started_at,
+        notes=tuple(done.notes),
+        started=started,
+        ended=ended,
+        segment=segment,
+        error=error,
+    )
 
 
 def _find(tests: list[TestData], name: str) -> TestData | None:
@@ -606,6 +632,6 @@ def _find(tests: list[TestData], name: str) -> TestData | None:
 
 
 def check_resumable(data: Any) -> None:
-    status = data.manifest.get("status")
+    status = data.manifest.status
     if status == "complete":
         raise RunDirError(f"{data.root}: the run is already complete; nothing to resume")

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .analysis import analyze_test
-from .report import records
+from .report.labels import mix_label
 from .store import RunData, TestData
 from .units import format_size
 from .vocab import metric as metric_of
@@ -64,18 +64,17 @@ def _window_label(rounds: tuple[int, ...]) -> str:
 def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
     """The rows of one test: its plan's points in plan order, over its window."""
     m = run.manifest
-    ident = records.as_dict(records.as_dict(m.get("target")).get("identity"))
+    ident = m.target.identity
     a = analyze_test(test)
     window, means = a.window, a.means
-    run_id = m.get("run_id")
     base = Row(
-        run_id=run_id if isinstance(run_id, str) else None,
+        run_id=m.run_id,
         run_dir=str(run.root),
-        host=_text(records.as_dict(m.get("host")).get("hostname")),
+        host=m.host.hostname,
         model=_text(ident.get("model")),
         serial=_text(ident.get("serial")),
         firmware=_text(ident.get("firmware")),
-        profile=_text(records.as_dict(m.get("profile")).get("name")),
+        profile=m.profile.name,
         test=test.name,
         point="",
         block_size=0,
@@ -87,8 +86,8 @@ def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
         steady_state=a.steady,
         window=_window_label(window),
     )
-    for p in records.plan_points(test.plan):
-        pm = means.get((int(p["bs"]), int(p["read_pct"])))
+    for p in test.plan.points:
+        pm = means.get(p.key)
         if pm is None:
             continue
         values: list[tuple[str, str, float]] = [
@@ -109,7 +108,7 @@ def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
             if math.isfinite(value):
                 yield replace(
                     base,
-                    point=f"{format_size(pm.bs)} {records.mix_label(pm.read_pct)}",
+                    point=f"{format_size(pm.bs)} {mix_label(pm.read_pct)}",
                     block_size=pm.bs,
                     read_pct=pm.read_pct,
                     direction=direction,

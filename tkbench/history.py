@@ -19,6 +19,8 @@ from typing import Any
 
 from .analysis import headline
 from .errors import InputError
+from .records import Checks
+from .records.base import dump
 from .store import RunData
 
 SCHEMA = """
@@ -127,28 +129,27 @@ class History:
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise InputError(f"history database {self.path}: cannot create it in {parent}")
 
-    def add(self, run: RunData, checks: dict[str, Any] | None = None) -> Entry:
+    def add(self, run: RunData, checks: Checks | None = None) -> Entry:
         m = run.manifest
-        ident = (m.get("target") or {}).get("identity") or {}
         entry = Entry(
             run_dir=str(Path(run.root).resolve()),
-            started=m.get("started"),
-            ended=m.get("ended"),
-            status=str(m.get("status", "")),
-            profile=str((m.get("profile") or {}).get("name", "")),
-            host=str((m.get("host") or {}).get("hostname", "")),
-            target=str((m.get("target") or {}).get("spec", "")),
-            model=str(ident.get("model") or "unknown"),
-            serial=str(ident.get("serial") or "unknown"),
-            firmware=str(ident.get("firmware") or "unknown"),
-            capacity=int((m.get("target") or {}).get("capacity_bytes") or 0),
+            started=m.started,
+            ended=m.ended,
+            status=m.status,
+            profile=m.profile.name,
+            host=m.host.hostname,
+            target=m.target.spec,
+            model=m.target.ident("model"),
+            serial=m.target.ident("serial"),
+            firmware=m.target.ident("firmware"),
+            capacity=m.target.capacity_bytes,
             headline=headline(run),
-            checks=checks,
+            checks=dump(checks) if checks is not None else None,
         )
         with self._db() as con:
             assert con is not None
             row = {**entry.to_dict(), "headline": json.dumps(entry.headline)}
-            row["checks"] = json.dumps(checks) if checks is not None else None
+            row["checks"] = json.dumps(entry.checks) if entry.checks is not None else None
             con.execute(
                 f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) "
                 f"VALUES ({', '.join(':' + c for c in COLUMNS)})",
@@ -181,14 +182,13 @@ class History:
     def previous(self, run: RunData) -> Entry | None:
         """The latest earlier complete run of the same drive (model and serial) and profile."""
         m = run.manifest
-        ident = (m.get("target") or {}).get("identity") or {}
         me = str(Path(run.root).resolve())
-        started = m.get("started") or 0
+        started = m.started or 0
         for e in reversed(
             self.entries(
-                model=str(ident.get("model") or "unknown"),
-                serial=str(ident.get("serial") or "unknown"),
-                profile=str((m.get("profile") or {}).get("name", "")),
+                model=m.target.ident("model"),
+                serial=m.target.ident("serial"),
+                profile=m.profile.name,
             )
         ):
             if e.run_dir != me and e.status == "complete" and (e.started or 0) < started:

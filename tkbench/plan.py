@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
+from .records import Limits, PlannedPoint, PreconditionPlan, TestPlan, Workload
 from .units import format_duration, format_size, human_bytes
 
 
@@ -38,19 +39,19 @@ class Point:
             return "randwrite" if rand else "write"
         return "randrw" if rand else "rw"
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "index": self.index,
-            "label": self.label,
-            "job": self.job_name,
-            "bs": self.bs,
-            "read_pct": self.mix.read,
-            "pattern": self.pattern,
-            "rw": self.rw,
-            "numjobs": self.numjobs,
-            "iodepth": self.iodepth,
-            "runtime": self.runtime,
-        }
+    def record(self) -> PlannedPoint:
+        return PlannedPoint(
+            index=self.index,
+            label=self.label,
+            job=self.job_name,
+            bs=self.bs,
+            read_pct=self.mix.read,
+            pattern=self.pattern,
+            rw=self.rw,
+            numjobs=self.numjobs,
+            iodepth=self.iodepth,
+            runtime=self.runtime,
+        )
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,14 @@ class Precondition:
     iodepth: int
     max_duration: float = 0.0  # seconds; 0 = until total_bytes are written
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "max_duration": self.max_duration,
-            "total_bytes": self.total_bytes,
-            "bs": self.bs,
-            "numjobs": self.numjobs,
-            "iodepth": self.iodepth,
-        }
+    def record(self) -> PreconditionPlan:
+        return PreconditionPlan(
+            max_duration=self.max_duration,
+            total_bytes=self.total_bytes,
+            bs=self.bs,
+            numjobs=self.numjobs,
+            iodepth=self.iodepth,
+        )
 
 
 @dataclass(frozen=True)
@@ -105,39 +106,43 @@ class PlannedTest:
             return self.spec.repeat
         return max(1, math.ceil(self.spec.max_duration / max(self.round_seconds, 1e-9)))
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "spec": self.spec.name,
-            "title": self.title,
-            "kind": self.spec.kind,
-            "purge": self.purge,
-            "precondition": self.precondition.to_dict() if self.precondition else None,
-            "points": [p.to_dict() for p in self.points],
-            "tracking": [t.label for t in self.tracking],
-            "active_bytes": self.active_bytes,
-            "active_range": self.spec.workload.active_range,
-            "workload": {
-                "numjobs": self.spec.workload.numjobs,
-                "iodepth": self.spec.workload.iodepth,
-                "data_pattern": self.spec.workload.data_pattern,
-                "direct": self.spec.workload.direct,
-                "ioengine": self.spec.workload.ioengine,
-            },
-            "point_runtime": self.spec.point_runtime,
-            "rounds": {
-                "max": self.spec.rounds.max,
-                "window": self.spec.rounds.window,
-                "max_excursion": self.spec.rounds.max_excursion,
-                "max_slope_excursion": self.spec.rounds.max_slope_excursion,
-            },
-            "repeat": self.spec.repeat,
-            "stop_written_multiple": self.spec.stop_written_multiple,
-            "max_duration": self.spec.max_duration,
-            "percentiles": list(self.spec.percentiles),
-            "histogram": self.spec.histogram,
-            "notes": list(self.notes),
-        }
+    def record(self, ioengine_used: str = "") -> TestPlan:
+        """The test as ``test.json`` records it (with the fio engine the target
+        resolved the profile's choice to)."""
+        wl = self.spec.workload
+        return TestPlan(
+            name=self.name,
+            spec=self.spec.name,
+            title=self.title,
+            kind=self.spec.kind,
+            purge=self.purge,
+            precondition=self.precondition.record() if self.precondition else None,
+            points=tuple(p.record() for p in self.points),
+            tracking=tuple(t.label for t in self.tracking),
+            active_bytes=self.active_bytes,
+            active_range=wl.active_range,
+            workload=Workload(
+                numjobs=wl.numjobs,
+                iodepth=wl.iodepth,
+                data_pattern=wl.data_pattern,
+                direct=wl.direct,
+                ioengine=wl.ioengine,
+            ),
+            point_runtime=self.spec.point_runtime,
+            rounds=Limits(
+                max=self.spec.rounds.max,
+                window=self.spec.rounds.window,
+                max_excursion=self.spec.rounds.max_excursion,
+                max_slope_excursion=self.spec.rounds.max_slope_excursion,
+            ),
+            repeat=self.spec.repeat,
+            stop_written_multiple=self.spec.stop_written_multiple,
+            max_duration=self.spec.max_duration,
+            percentiles=tuple(self.spec.percentiles),
+            histogram=self.spec.histogram,
+            notes=tuple(self.notes),
+            ioengine_used=ioengine_used,
+        )
 
 
 @dataclass(frozen=True)

@@ -15,49 +15,49 @@ from .errors import FioJobError, FioParseError
 from .fiojson import DirStats, FioOutput, JobStats, combine, parse
 from .plan import Point
 from .profile import Tracking
+from .records import Direction, PointResult
+from .records.base import dump
 from .vocab import MB, metric
 
 
-def dir_summary(d: DirStats, with_bins: bool = False) -> dict[str, Any]:
+def dir_summary(d: DirStats, with_bins: bool = False) -> Direction:
     # Prefer total latency (submission + completion) when fio reported its percentiles.
     pct = d.lat_percentiles or d.percentiles
     bins = d.lat_bins or d.bins
-    out: dict[str, Any] = {
-        "io_bytes": d.io_bytes,
-        "total_ios": d.total_ios,
-        "iops": d.iops,
-        "bw_bytes": d.bw_bytes,
-        "runtime_ms": d.runtime_ms,
-        "lat_mean_ns": d.lat.mean,
-        "lat_min_ns": d.lat.min,
-        "lat_max_ns": d.lat.max,
-        "lat_stddev_ns": d.lat.stddev,
-        "clat_mean_ns": d.clat.mean,
-        "percentiles_of": "lat" if d.lat_percentiles else "clat",
-        "percentiles_ns": {f"{k:g}": v for k, v in sorted(pct.items())},
-    }
-    if with_bins and bins:
-        out["bins_ns"] = {str(k): v for k, v in sorted(bins.items())}
-    return out
+    return Direction(
+        io_bytes=d.io_bytes,
+        total_ios=d.total_ios,
+        iops=d.iops,
+        bw_bytes=d.bw_bytes,
+        runtime_ms=d.runtime_ms,
+        lat_mean_ns=d.lat.mean,
+        lat_min_ns=d.lat.min,
+        lat_max_ns=d.lat.max,
+        lat_stddev_ns=d.lat.stddev,
+        clat_mean_ns=d.clat.mean,
+        percentiles_of="lat" if d.lat_percentiles else "clat",
+        percentiles_ns={f"{k:g}": v for k, v in sorted(pct.items())},
+        bins_ns={str(k): v for k, v in sorted(bins.items())} if with_bins and bins else None,
+    )
 
 
-def point_summary(point: Point, job: JobStats, with_bins: bool = False) -> dict[str, Any]:
+def point_summary(point: Point, job: JobStats, with_bins: bool = False) -> PointResult:
     r, w = job.read, job.write
     ios_r = r.total_ios if r.total_ios is not None else (r.io_bytes / point.bs if point.bs else 0)
     ios_w = w.total_ios if w.total_ios is not None else (w.io_bytes / point.bs if point.bs else 0)
     ios = ios_r + ios_w
     lat_mean = (r.lat.mean * ios_r + w.lat.mean * ios_w) / ios if ios else 0.0
-    return {
-        **point.to_dict(),
-        "fio_job": job.name,
-        "error": job.error,
-        "iops": r.iops + w.iops,
-        "bw_bytes": r.bw_bytes + w.bw_bytes,
-        "lat_mean_ns": lat_mean,
-        "lat_max_ns": max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
-        "read": dir_summary(r, with_bins),
-        "write": dir_summary(w, with_bins),
-    }
+    return PointResult(
+        **dump(point.record()),
+        fio_job=job.name,
+        error=job.error,
+        iops=r.iops + w.iops,
+        bw_bytes=r.bw_bytes + w.bw_bytes,
+        lat_mean_ns=lat_mean,
+        lat_max_ns=max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
+        read=dir_summary(r, with_bins),
+        write=dir_summary(w, with_bins),
+    )
 
 
 def jobs_by_name(output: FioOutput) -> dict[str, JobStats]:
@@ -70,7 +70,7 @@ def jobs_by_name(output: FioOutput) -> dict[str, JobStats]:
 
 def summarize_round(
     points: Sequence[Point], output: FioOutput, with_bins: bool = False
-) -> list[dict[str, Any]]:
+) -> list[PointResult]:
     jobs = jobs_by_name(output)
     out = []
     for p in points:
@@ -81,15 +81,15 @@ def summarize_round(
     return out
 
 
-def find_point(summaries: Sequence[Mapping[str, Any]], bs: int, read_pct: int) -> Mapping[str, Any]:
+def find_point(summaries: Sequence[PointResult], bs: int, read_pct: int) -> PointResult:
     for s in summaries:
-        if s["bs"] == bs and s["read_pct"] == read_pct:
+        if s.bs == bs and s.read_pct == read_pct:
             return s
     raise KeyError(f"no point {bs} {read_pct}")
 
 
 def tracking_values(
-    summaries: Sequence[Mapping[str, Any]], tracking: Sequence[Tracking]
+    summaries: Sequence[PointResult], tracking: Sequence[Tracking]
 ) -> dict[str, float]:
     out = {}
     for t in tracking:
@@ -100,8 +100,8 @@ def tracking_values(
     return out
 
 
-def written_bytes(summaries: Sequence[Mapping[str, Any]]) -> int:
-    return int(sum(s["write"]["io_bytes"] for s in summaries))
+def written_bytes(summaries: Sequence[PointResult]) -> int:
+    return int(sum(s.write.io_bytes for s in summaries))
 
 
 # --------------------------------------------------------------------------- live figures

@@ -24,6 +24,7 @@ from .errors import (
     ToolMissingError,
 )
 from .fiojson import FioOutput, check_jobs, parse
+from .records import FioCall
 
 MIN_FIO = (3, 1)
 
@@ -40,14 +41,15 @@ class FioRun:
     started: float  # epoch seconds
     output: FioOutput | None = None
 
-    def info(self) -> dict[str, object]:
-        return {
-            "argv": self.argv,
-            "returncode": self.returncode,
-            "seconds": round(self.seconds, 3),
-            "started": self.started,
-            "stderr": self.stderr[-4000:],
-        }
+    def call(self) -> FioCall:
+        """The run as the run directory records it (the end of stderr only)."""
+        return FioCall(
+            argv=tuple(self.argv),
+            returncode=self.returncode,
+            seconds=round(self.seconds, 3),
+            started=self.started,
+            stderr=self.stderr[-4000:],
+        )
 
 
 class FioFailed(DeviceError):

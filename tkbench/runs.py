@@ -13,6 +13,8 @@ from . import plan as planmod
 from . import profile as profilemod
 from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
 from .errors import InputError, Interrupted, RunDirError, TkbenchError
+from .records import Checks, Manifest, TargetRecord
+from .records.base import dump
 from .runner import ClientFio, FioRunner, LocalFio
 from .store import RunStore, load_run
 from .target import Target, check_direct_io, open_target
@@ -67,7 +69,7 @@ def _plan(prof: profilemod.Profile, target: Target) -> planmod.Plan:
         raise InputError(str(exc)) from None
 
 
-def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict[str, Any]]:
+def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Manifest]:
     """A new run.  Returns the run directory and its final manifest."""
     if req.resume is not None:
         return resume(req, progress)
@@ -93,34 +95,31 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict
         return out, _execute(req, plan, target, runner, store, progress)
 
 
-def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, dict[str, Any]]:
+def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Manifest]:
     """Continue an interrupted run in ``req.resume`` with the profile it was started with."""
     assert req.resume is not None
     root = req.resume
     data = load_run(root)
     check_resumable(data)
     m = data.manifest
-    try:
-        prof = profilemod.build(m["profile"]["resolved"], m["profile"]["source"])
-        tspec = m["target"]["spec"]
-    except (KeyError, TypeError):
-        raise RunDirError(
-            f"{root}: manifest lacks the profile or target needed to resume"
-        ) from None
+    if not m.profile.resolved or not m.target.spec:
+        raise RunDirError(f"{root}: manifest lacks the profile or target needed to resume")
+    prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
+    tspec = m.target.spec
     if req.target is not None and req.target != tspec:
         raise InputError(f"--target {req.target} differs from the run's target {tspec}")
-    stored = m["profile"]
-    if req.profile_given and req.profile not in (stored.get("name"), stored.get("source")):
+    stored = m.profile
+    if req.profile_given and req.profile not in (stored.name, stored.source):
         raise InputError(
-            f"--profile {req.profile} differs from the run's profile {stored.get('name')}: "
+            f"--profile {req.profile} differs from the run's profile {stored.name}: "
             "a resumed run keeps the profile it was started with"
         )
-    if req.size is not None and req.size != m["target"].get("capacity_bytes"):
+    if req.size is not None and req.size != m.target.capacity_bytes:
         raise InputError("--size differs from the size the run was started with")
-    runner = make_runner(m.get("fio_servers") or req.fio_servers)
+    runner = make_runner(list(m.fio_servers) or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
-    _same_target(m["target"], target)
+    _same_target(m.target, target)
     plan = _plan(prof, target)
     with target.lock():
         # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
@@ -180,7 +179,7 @@ def _execute(
     runner: FioRunner,
     store: RunStore,
     progress: Progress | None,
-) -> dict[str, Any]:
+) -> Manifest:
     options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
     return Engine(plan, target, runner, store, progress, options).run()
 
@@ -207,16 +206,16 @@ def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     )
 
 
-def _same_target(stored: dict[str, Any], target: Target) -> None:
-    cap = stored.get("capacity_bytes")
-    if not isinstance(cap, int):
+def _same_target(stored: TargetRecord, target: Target) -> None:
+    cap = stored.capacity_bytes
+    if cap <= 0:
         raise RunDirError("the run's manifest has no valid target capacity")
     if cap != target.capacity:
         raise InputError(
             f"target {target.spec} now has {target.capacity} bytes, the run was started on "
-            f"{stored.get('capacity_bytes')}: not the same device"
+            f"{cap}: not the same device"
         )
-    old_serial = (stored.get("identity") or {}).get("serial")
+    old_serial = stored.identity.get("serial")
     new_serial = target.identity.get("serial")
     if (
         old_serial
@@ -294,7 +293,7 @@ def finish_checks(
     history_db: Path | bool | None = True,
     baseline: Path | None = None,
     threshold: float | None = None,
-) -> dict[str, Any]:
+) -> ChecksDone:
     """Evaluate, store (checks.json), export (JUnit) and index the checks of a run.
 
     ``history_db``: a path, True for the default database, None/False for none.
@@ -306,7 +305,7 @@ def finish_checks(
 
     run = load_run(out)
     m = run.manifest
-    prof = profilemod.build(m["profile"]["resolved"], m["profile"]["source"])
+    prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
     acc = prof.acceptance
     found = checkmod.steady_checks(run) if acc.steady_state else []
     found += checkmod.criterion_checks(run, acc)
@@ -332,8 +331,22 @@ def finish_checks(
         try:
             history.add(run, data)
         except TkbenchError as exc:  # the run itself is complete: a warning, not a failure
-            data["history_error"] = str(exc)
-    return data
+            return ChecksDone(data, str(exc))
+    return ChecksDone(data)
+
+
+@dataclass(frozen=True)
+class ChecksDone:
+    """The checks of a finished run, and why it could not be indexed (if it could not)."""
+
+    checks: Checks
+    history_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = dump(self.checks)
+        if self.history_error:
+            out["history_error"] = self.history_error
+        return out
 
 
 def demo(
@@ -345,7 +358,7 @@ def demo(
     seed: int = 7,
     overrides: list[str] | None = None,
     stop: Callable[[], bool] = lambda: False,
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, Manifest]:
     """The demo: the bundled SSD emulator, a run on it, the emulator stopped again."""
     import tempfile
 

@@ -25,16 +25,29 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from . import shapes
 from .errors import DeviceError, RunDirError
+from .records import (
+    SCHEMA,
+    Checks,
+    Context,
+    Failure,
+    Manifest,
+    Precondition,
+    Purge,
+    Record,
+    Result,
+    Round,
+    TestPlan,
+)
 from .units import timestamp
 
-SCHEMA = 1
-KIND = "tkbench-run"
+__all__ = ["SCHEMA", "RunData", "RunStore", "TestData", "load_run"]
+
+R = TypeVar("R")
 MANIFEST = "manifest.json"
 _ROUND_RE = re.compile(r"^(\d{4,})\.json$")
 
@@ -146,13 +159,14 @@ class TestData:
     """Everything stored for one test of a run."""
 
     name: str
-    plan: dict[str, Any]
-    purge: dict[str, Any] | None = None
-    precondition: dict[str, Any] | None = None
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    result: dict[str, Any] | None = None
-    health_before: dict[str, Any] | None = None
-    health_after: dict[str, Any] | None = None
+    plan: TestPlan
+    purge: Purge | None = None
+    precondition: Precondition | None = None
+    rounds: list[Round] = field(default_factory=list)
+    result: Result | None = None
+    # what the device reported about its health (keys depend on the device)
+    health_before: Mapping[str, Any] | None = None
+    health_after: Mapping[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -164,9 +178,9 @@ class RunData:
     """A run directory read back."""
 
     root: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     tests: list[TestData]
-    checks: dict[str, Any] | None = None  # checks.json: PASS/FAIL of acceptance and regressions
+    checks: Checks | None = None  # checks.json: PASS/FAIL of acceptance and regressions
 
     def test(self, name: str) -> TestData:
         for t in self.tests:
@@ -207,7 +221,7 @@ class RunStore:
             check_creatable(root, "run directory")
 
     @classmethod
-    def create(cls, root: Path, manifest: dict[str, Any]) -> RunStore:
+    def create(cls, root: Path, manifest: Manifest) -> RunStore:
         root = Path(root)
         cls.check_new(root)
         try:
@@ -222,8 +236,7 @@ class RunStore:
             raise RunDirError(f"{root}: cannot create: {exc.strerror}") from None
         os.close(fd)
         store = cls(root)
-        data = {"kind": KIND, "schema": SCHEMA, **manifest}
-        write_json(root / MANIFEST, data)
+        write_record(root / MANIFEST, manifest)
         return store
 
     @classmethod
@@ -236,14 +249,13 @@ class RunStore:
         return self.root / "tests" / test
 
     # ----------------------------------------------------------------- writing
-    def manifest(self) -> dict[str, Any]:
-        data: dict[str, Any] = read_json(self.root / MANIFEST)
-        return data
+    def manifest(self) -> Manifest:
+        return check_manifest(self.root)
 
-    def update_manifest(self, **fields: Any) -> dict[str, Any]:
-        data = self.manifest()
-        data.update(fields)
-        write_json(self.root / MANIFEST, data)
+    def update_manifest(self, **fields: Any) -> Manifest:
+        """Replace some of the manifest's fields (names of :class:`Manifest`)."""
+        data = replace(self.manifest(), **fields)
+        write_record(self.root / MANIFEST, data)
         return data
 
     def log(self, message: str) -> None:
@@ -255,14 +267,14 @@ class RunStore:
         except OSError:
             pass
 
-    def save_test_plan(self, test: str, plan: dict[str, Any]) -> None:
-        write_json(self.test_dir(test) / "test.json", plan)
+    def save_test_plan(self, test: str, plan: TestPlan) -> None:
+        write_record(self.test_dir(test) / "test.json", plan)
 
     def save_phase(
         self,
         test: str,
         phase: str,
-        record: dict[str, Any],
+        record: Record,
         raw: str | None = None,
         jobfile: str | None = None,
     ) -> None:
@@ -271,35 +283,40 @@ class RunStore:
             write_atomic(d / f"{phase}.fio", jobfile)
         if raw is not None:
             write_atomic(d / f"{phase}.out", raw)
-        write_json(d / f"{phase}.json", record)
+        write_record(d / f"{phase}.json", record)
 
-    def save_round(
-        self, test: str, number: int, record: dict[str, Any], raw: str, jobfile: str
-    ) -> None:
+    def save_health(self, test: str, name: str, snapshot: Mapping[str, Any]) -> None:
+        """A health snapshot, as the device reported it (not a record: its keys are
+        the device's)."""
+        write_json(self.test_dir(test) / f"{name}.json", dict(snapshot))
+
+    def save_round(self, test: str, record: Round, raw: str, jobfile: str) -> None:
         d = self.test_dir(test) / "rounds"
-        stem = f"{number:04d}"
+        stem = f"{record.round:04d}"
         write_atomic(d / f"{stem}.fio", jobfile)
         write_atomic(d / f"{stem}.out", raw)
-        write_json(d / f"{stem}.json", record)
+        write_record(d / f"{stem}.json", record)
 
-    def save_failure(
-        self, test: str, name: str, raw: str, jobfile: str, info: dict[str, Any]
-    ) -> None:
+    def save_failure(self, test: str, name: str, raw: str, jobfile: str, info: Failure) -> None:
         """Keep what a failed fio run printed (not a round: never read as data)."""
         d = self.test_dir(test) / "failed"
         write_atomic(d / f"{name}.fio", jobfile)
         write_atomic(d / f"{name}.out", raw)
-        write_json(d / f"{name}.json", info)
+        write_record(d / f"{name}.json", info)
 
-    def save_result(self, test: str, result: dict[str, Any]) -> None:
-        write_json(self.test_dir(test) / "result.json", result)
+    def save_result(self, test: str, result: Result) -> None:
+        write_record(self.test_dir(test) / "result.json", result)
 
     # ----------------------------------------------------------------- reading
     def load(self) -> RunData:
         return load_run(self.root)
 
 
-def check_manifest(root: Path) -> dict[str, Any]:
+def write_record(path: Path, record: Record) -> None:
+    write_json(path, record.to_json())
+
+
+def check_manifest(root: Path) -> Manifest:
     """Read and check a manifest; refuse foreign, corrupt or newer-schema runs."""
     if not root.exists():
         raise RunDirError(f"{root}: no such run directory")
@@ -308,35 +325,32 @@ def check_manifest(root: Path) -> dict[str, Any]:
     path = root / MANIFEST
     if not path.exists():
         raise RunDirError(f"{root}: not a tkbench run directory (no {MANIFEST})")
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise RunDirError(f"{path}: not a tkbench run manifest")
-    schema = data.get("schema")
-    if not isinstance(schema, int):
-        raise RunDirError(f"{path}: manifest has no schema version")
-    if schema > SCHEMA:
-        raise RunDirError(
-            f"{path}: written by a newer tkbench (schema {schema}, this one reads up to "
-            f"{SCHEMA}); upgrade tkbench to read it"
-        )
-    return shapes.check_object(data, shapes.MANIFEST, path)
+    return Manifest.load_checked(read_json(path), path)
 
 
-def _read_optional(
-    path: Path, shape: Mapping[str, shapes.Field] | None = None
-) -> dict[str, Any] | None:
+def _read_optional(path: Path, cls: type[R], context: Context | None = None) -> R | None:
     if not path.exists():
         return None
-    return shapes.check_object(read_json(path), shape or {}, path)
+    record: R = cls.load(read_json(path), path, context)  # type: ignore[attr-defined]
+    return record
+
+
+def _read_health(path: Path) -> Mapping[str, Any] | None:
+    if not path.exists():
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: the file is not a JSON object")
+    return data
 
 
 def load_run(root: Path) -> RunData:
     """Read a run directory back into memory (records only, not raw fio output)."""
     root = Path(root)
     manifest = check_manifest(root)
+    context = Context(target_kind=manifest.target.kind)
     tests: list[TestData] = []
-    order = manifest.get("tests") or []
-    names = [t for t in order if isinstance(t, str)]
+    names = list(manifest.tests)
     tdir = root / "tests"
     if tdir.is_dir():
         for d in sorted(tdir.iterdir()):
@@ -344,32 +358,31 @@ def load_run(root: Path) -> RunData:
                 names.append(d.name)
     for name in names:
         d = tdir / name
-        plan = _read_optional(d / "test.json", shapes.TEST_PLAN)
+        plan = _read_optional(d / "test.json", TestPlan, context)
         if plan is None:
             continue  # planned but never started
-        rounds = []
+        rounds: list[Round] = []
         rdir = d / "rounds"
         if rdir.is_dir():
             for f in sorted(rdir.iterdir()):
-                m = _ROUND_RE.match(f.name)
-                if m:
-                    rounds.append(shapes.check_object(read_json(f), shapes.ROUND, f))
-        rounds.sort(key=lambda r: int(r.get("round", 0)))
+                if _ROUND_RE.match(f.name):
+                    rounds.append(Round.load(read_json(f), f))
+        rounds.sort(key=lambda r: r.round)
         tests.append(
             TestData(
                 name=name,
                 plan=plan,
-                purge=_read_optional(d / "purge.json", shapes.PHASE),
-                precondition=_read_optional(d / "precondition.json", shapes.PHASE),
+                purge=_read_optional(d / "purge.json", Purge),
+                precondition=_read_optional(d / "precondition.json", Precondition),
                 rounds=rounds,
-                result=_read_optional(d / "result.json", shapes.RESULT),
-                health_before=_read_optional(d / "health-before.json"),
-                health_after=_read_optional(d / "health-after.json"),
+                result=_read_optional(d / "result.json", Result),
+                health_before=_read_health(d / "health-before.json"),
+                health_after=_read_health(d / "health-after.json"),
             )
         )
     return RunData(
         root=root,
         manifest=manifest,
         tests=tests,
-        checks=_read_optional(root / "checks.json", shapes.CHECKS),
+        checks=_read_optional(root / "checks.json", Checks),
     )

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from .analysis import analyze_test
+from .records.base import dump
 from .store import RunData, TestData
 from .units import format_duration, human_bytes
 
@@ -13,29 +14,29 @@ from .units import format_duration, human_bytes
 def test_summary(t: TestData) -> dict[str, Any]:
     plan = t.plan
     a = analyze_test(t)
-    tracking: dict[str, list[float]] = {label: [] for label in plan.get("tracking", [])}
+    tracking: dict[str, list[float]] = {label: [] for label in plan.tracking}
     for r in t.rounds:
         for label in tracking:
-            if label in r.get("tracking", {}):
-                tracking[label].append(float(r["tracking"][label]))
+            if label in r.tracking:
+                tracking[label].append(r.tracking[label])
     status = "complete" if t.finished else ("running or interrupted" if t.rounds else "started")
     out = {
         "name": t.name,
-        "title": plan.get("title", t.name),
+        "title": plan.title or t.name,
         "kind": a.kind,
         "status": status,
         "steady_state": a.steady,
         "rounds": a.rounds,
         "window": list(a.steady_window),
         "tracking": tracking,
-        "round_numbers": [int(r["round"]) for r in t.rounds],
+        "round_numbers": [r.round for r in t.rounds],
         "segments": list(a.segments),
         "verdicts": {k: v.to_dict() for k, v in a.verdicts.items()},
-        "purge": t.purge,
-        "total_written_bytes": int(t.rounds[-1].get("total_written_bytes", 0)) if t.rounds else 0,
+        "purge": dump(t.purge) if t.purge is not None else None,
+        "total_written_bytes": int(t.rounds[-1].total_written_bytes) if t.rounds else 0,
     }
-    if t.result is not None and "stop_reason" in t.result:
-        out["stop_reason"] = t.result["stop_reason"]
+    if t.result is not None and t.result.stop_reason is not None:
+        out["stop_reason"] = t.result.stop_reason
     return out
 
 
@@ -43,17 +44,17 @@ def run_summary(run: RunData) -> dict[str, Any]:
     m = run.manifest
     return {
         "run_dir": str(run.root),
-        "status": m.get("status"),
-        "profile": (m.get("profile") or {}).get("name"),
-        "target": (m.get("target") or {}).get("spec"),
-        "target_identity": (m.get("target") or {}).get("identity"),
-        "tkbench_version": m.get("tkbench_version"),
-        "fio_version": m.get("fio_version"),
-        "host": (m.get("host") or {}).get("hostname"),
-        "started": m.get("started"),
-        "ended": m.get("ended"),
-        "error": m.get("error"),
-        "resumes": m.get("resumes", []),
+        "status": m.status,
+        "profile": m.profile.name,
+        "target": m.target.spec,
+        "target_identity": dict(m.target.identity),
+        "tkbench_version": m.tkbench_version,
+        "fio_version": m.fio_version,
+        "host": m.host.hostname,
+        "started": m.started,
+        "ended": m.ended,
+        "error": m.error,
+        "resumes": [dump(r) for r in m.resumes],
         "tests": [test_summary(t) for t in run.tests],
     }
 

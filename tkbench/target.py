@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .device.purge import PurgeRecord
 from .errors import DeviceError, InputError, SafetyError
 from .jobfile import engine_for
 from .plan import TargetInfo
@@ -139,14 +140,14 @@ class Target:
         return f[0] + f[4], (f[2] + f[6]) * 512, f[3] + f[7]
 
     # ------------------------------------------------------------ purge
-    def purge(self, method: str, allow_fallback: bool) -> dict[str, Any]:
+    def purge(self, method: str, allow_fallback: bool) -> PurgeRecord:
         """Return the drive to a fresh state; the record of what was done."""
         t0 = time.monotonic()
         if method == "none":
             return _record("none", False, [], t0, ["purge disabled by the profile"])
         return self._purge(method, allow_fallback, t0)
 
-    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         raise NotImplementedError
 
 
@@ -183,7 +184,7 @@ class FileTarget(Target):
             self.missing = True
             raise
 
-    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
         try:
             with open(self.path, "r+b") as fh:
@@ -235,12 +236,12 @@ class BlockTarget(Target):
         snap: dict[str, Any] = health(self.path, interface=interface).to_dict()
         return snap
 
-    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         from .device import purge as device_purge
 
-        record: dict[str, Any] = device_purge(
+        record: PurgeRecord = device_purge(
             self.device, method=method, allow_fallback=allow_fallback
-        ).to_dict()
+        )
         return record
 
 
@@ -264,7 +265,7 @@ class NbdTarget(Target):
     def io_counters(self) -> tuple[int, int, int] | None:
         return None  # the server's I/O is not this kernel's
 
-    def _purge(self, method: str, allow_fallback: bool, t0: float) -> dict[str, Any]:
+    def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         from . import nbd
 
         nbd.trim(self.path)
@@ -275,14 +276,17 @@ class NbdTarget(Target):
 
 def _record(
     method: str, compliant: bool, commands: list[dict[str, Any]], t0: float, notes: list[str]
-) -> dict[str, Any]:
-    return {
-        "method": method,
-        "pts_compliant": compliant,
-        "commands": commands,
-        "seconds": round(time.monotonic() - t0, 3),
-        "notes": notes,
-    }
+) -> PurgeRecord:
+    return PurgeRecord(
+        device="",
+        interface="",
+        requested_method=method,
+        method=method,
+        pts_compliant=compliant,
+        commands=commands,
+        seconds=round(time.monotonic() - t0, 3),
+        notes=notes,
+    )
 
 
 def _nbd_socket(uri: str) -> str:

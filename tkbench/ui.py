@@ -71,9 +71,9 @@ class LogProgress:
             state = "steady" if steady and all(v.reached for v in steady.values()) else "not-steady"
             self._line(f"round done test={name} round={info['round']} {vals} state={state}")
         elif kind == "test_done":
-            self._line(f"test done name={name} result={info['result']['summary']!r}")
+            self._line(f"test done name={name} result={info['result'].summary!r}")
         elif kind == "run_done":
-            self._line(f"run done status={info['manifest'].get('status')}")
+            self._line(f"run done status={info['manifest'].status}")
         elif kind == "fio_status" and self.status_every > 0:
             now = time.monotonic()
             if now - self._last_status >= self.status_every:
@@ -174,7 +174,7 @@ class RichProgress:
             self.bars.update(self.test_task, advance=1, info=("steady " if steady else "") + vals)
             self.console.print(f"  {test.name} round {info['round']}: {vals}")
         elif kind == "test_done":
-            self.console.print(f"[bold]{test.title}[/]: {info['result']['summary']}")
+            self.console.print(f"[bold]{test.title}[/]: {info['result'].summary}")
             full = SATURATION_STEPS if test.spec.kind == "saturation" else test.max_rounds
             self.bars.update(self.test_task, completed=full)
             self._advance_run()

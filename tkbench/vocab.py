@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the stored point a metric is read from (records import nothing of this)
+    from .records import PointResult
 
 MB = 1e6  # bytes per MB
 MS = 1e6  # ns per ms
@@ -29,7 +32,7 @@ class Metric:
     unit: str  # "IOPS", "MB/s", "ms"
     higher_is_better: bool
     trackable: bool  # may be a steady-state tracking variable
-    read: Callable[[Mapping[str, Any]], float]  # from one round's point summary
+    read: Callable[[PointResult], float]  # from one round's point summary
     # how a window value is formed from the per-round values: "mean", "max", or
     # "pooled" (percentiles: read from the window's merged histograms, never averaged)
     window: str = "mean"
@@ -48,29 +51,29 @@ class Metric:
         return self.key[1:] if self.window == "pooled" else None
 
 
-def _iops(p: Mapping[str, Any]) -> float:
-    return float(p["iops"])
+def _iops(p: PointResult) -> float:
+    return p.iops
 
 
-def _bw(p: Mapping[str, Any]) -> float:
-    return float(p["bw_bytes"]) / MB
+def _bw(p: PointResult) -> float:
+    return p.bw_bytes / MB
 
 
-def _lat_mean(p: Mapping[str, Any]) -> float:
-    return float(p["lat_mean_ns"]) / MS
+def _lat_mean(p: PointResult) -> float:
+    return p.lat_mean_ns / MS
 
 
-def _lat_max(p: Mapping[str, Any]) -> float:
-    return float(p["lat_max_ns"]) / MS
+def _lat_max(p: PointResult) -> float:
+    return p.lat_max_ns / MS
 
 
-def _percentile_reader(key: str) -> Callable[[Mapping[str, Any]], float]:
-    def read(p: Mapping[str, Any]) -> float:
+def _percentile_reader(key: str) -> Callable[[PointResult], float]:
+    def read(p: PointResult) -> float:
         """The worse of read and write of one round (a mixed point has both)."""
         vals = [
-            float(d["percentiles_ns"][key])
-            for d in (p.get("read") or {}, p.get("write") or {})
-            if d.get("io_bytes") and key in (d.get("percentiles_ns") or {})
+            d.percentiles_ns[key]
+            for d in (p.read, p.write)
+            if d.io_bytes and key in d.percentiles_ns
         ]
         return max(vals) / MS if vals else math.nan
 

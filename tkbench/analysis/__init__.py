@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from ..jobfile import engine_for
+from ..records import Round
 from ..store import RunData, TestData
 from .headline import better_is_higher, headline, test_headline
 from .kinds import KINDS, TestKind, kind_of, test_result
@@ -49,7 +48,6 @@ __all__ = [
     "better_is_higher",
     "evaluate",
     "headline",
-    "ioengine_used",
     "kind_of",
     "last_segment",
     "point_means",
@@ -79,7 +77,7 @@ class TestAnalysis:
     verdicts: Mapping[str, Verdict]  # per tracking variable, over the last segment
     steady: bool | None  # None for tests without a steady-state rule
     window: tuple[int, ...]  # the measurement window's round numbers
-    records: tuple[Mapping[str, Any], ...]  # the window's round records
+    records: tuple[Round, ...]  # the window's round records
     means: Mapping[tuple[int, int], PointMean]  # (bs, read %) -> window means
     headline: Mapping[str, float]
 
@@ -108,17 +106,6 @@ class RunAnalysis:
         for t in self.tests:
             out.update(t.headline)
         return out
-
-
-def ioengine_used(plan: Mapping[str, Any], target_kind: str) -> str:
-    """The fio I/O engine a test ran with: recorded in its ``test.json``
-    (``ioengine_used``) by the engine; for runs written before it recorded it, derived
-    as the engine derived it then."""
-    recorded = plan.get("ioengine_used")
-    if isinstance(recorded, str):
-        return recorded
-    workload = plan.get("workload") or {}
-    return engine_for(target_kind, str(workload.get("ioengine", "auto")))
 
 
 def analyze_test(t: TestData) -> TestAnalysis:

@@ -9,8 +9,6 @@ summary table is a presentation of the same window values (report/analysis.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from ..store import RunData, TestData
 from ..vocab import metric
@@ -21,14 +19,12 @@ def test_headline(t: TestData) -> dict[str, float]:
     out: dict[str, float] = {}
     if not t.rounds:
         return out
-    for label in t.plan.get("tracking", []):
+    for label in t.plan.tracking:
         name, bs_text, mix = label.split()
-        point = next(
-            (p for p in t.plan.get("points", []) if _label_of(p) == f"{bs_text} {mix}"), None
-        )
+        point = next((p for p in t.plan.points if p.label == f"{bs_text} {mix}"), None)
         if point is None:
             continue
-        bs, read_pct = int(point["bs"]), int(point["read_pct"])
+        bs, read_pct = point.bs, point.read_pct
         v = value(t, name, bs, read_pct)
         if math.isfinite(v):
             out[f"{t.name}: {label}"] = v
@@ -45,10 +41,6 @@ def headline(run: RunData) -> dict[str, float]:
     for t in run.tests:
         out.update(test_headline(t))
     return out
-
-
-def _label_of(point: Mapping[str, Any]) -> str:
-    return str(point.get("label", ""))
 
 
 def better_is_higher(key: str) -> bool:

@@ -10,13 +10,11 @@ and its report section.  Pure: plans and rounds are the stored records.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ..records import Result, Round, TestPlan
 from .segments import reached, segment_rounds, segment_verdicts
-
-Record = Mapping[str, Any]
 
 # whatever its segments, a steady-state test never runs more than this many times its
 # round limit
@@ -27,7 +25,7 @@ ROUND_CAP = 4
 class Standing:
     """Where a test stands when its stop rule is asked."""
 
-    rounds: Sequence[Record]  # every stored round of the test
+    rounds: Sequence[Round]  # every stored round of the test
     segment: int  # the current segment
     total_written: int  # bytes written by all rounds
     started: float  # epoch seconds: the first round's start
@@ -35,27 +33,21 @@ class Standing:
     capacity: int  # bytes of the target
 
 
-def _rounds_limits(plan: Record) -> Mapping[str, Any]:
-    limits = plan.get("rounds")
-    return limits if isinstance(limits, Mapping) else {}
-
-
 class TestKind:
     name = ""
     has_steady_state = False  # a steady-state verdict decides and is reported
     idle_starts_segment = False  # an idle gap inside a run begins a new segment
 
-    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+    def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         """Why the test stops now (recorded in its result), or None to run a round."""
         raise NotImplementedError
 
-    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
+    def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         """Round numbers of the measurement window, from the last segment's rounds."""
-        size = int(_rounds_limits(plan).get("window", 5))
-        return tuple(int(r["round"]) for r in segment[-size:])
+        return tuple(r.round for r in segment[-plan.rounds.window :])
 
     def outcome(
-        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+        self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
         """The result's window (as result.json states it) and its one-line summary."""
         raise NotImplementedError
@@ -75,9 +67,9 @@ class Steady(TestKind):
     has_steady_state = True
     idle_starts_segment = True
 
-    def stop_reason(self, plan: Record, p: Standing) -> str | None:
+    def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         # the round limit applies per segment: a new segment starts a new series
-        limit = int(_rounds_limits(plan).get("max", 25))
+        limit = plan.rounds.max
         if reached(segment_verdicts(plan, p.rounds, p.segment)):
             return "steady state reached"
         if len(segment_rounds(p.rounds, p.segment)) >= limit:
@@ -86,14 +78,14 @@ class Steady(TestKind):
             return f"at most {ROUND_CAP * limit} rounds over all segments"
         return None
 
-    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
+    def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         verdicts = segment_verdicts(plan, segment)
         if verdicts:
             return next(iter(verdicts.values())).rounds
         return super().window(plan, segment)
 
     def outcome(
-        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+        self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
         if steady:
             window = list(self.window(plan, rounds))
@@ -107,17 +99,17 @@ class Saturation(TestKind):
 
     name = "saturation"
 
-    def stop_reason(self, plan: Record, p: Standing) -> str | None:
-        multiple = float(plan.get("stop_written_multiple", 4.0))
+    def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
+        multiple = plan.stop_written_multiple
         if p.rounds and p.total_written >= multiple * p.capacity:
             return f"{multiple:g}x the capacity written"
-        limit = float(plan.get("max_duration", 86400.0))
+        limit = plan.max_duration
         if p.now - p.started >= limit:
             return f"time limit of {limit:g} s reached"
         return None
 
     def outcome(
-        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+        self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
         return [], f"{len(rounds)} rounds, {total / capacity:.2f}x capacity written"
 
@@ -132,25 +124,28 @@ class Fixed(TestKind):
 
     name = "fixed"
 
-    def stop_reason(self, plan: Record, p: Standing) -> str | None:
-        repeat = int(plan.get("repeat", 1))
+    def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
+        repeat = plan.repeat
         return f"{repeat} repetition(s) done" if len(p.rounds) >= repeat else None
 
-    def window(self, plan: Record, segment: Sequence[Record]) -> tuple[int, ...]:
-        return tuple(int(r["round"]) for r in segment)
+    def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
+        return tuple(r.round for r in segment)
 
     def outcome(
-        self, plan: Record, rounds: Sequence[Record], steady: bool, total: int, capacity: int
+        self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
-        return [int(r["round"]) for r in rounds], f"{len(rounds)} repetition(s)"
+        return [r.round for r in rounds], f"{len(rounds)} repetition(s)"
 
 
 KINDS: dict[str, TestKind] = {k.name: k for k in (Steady(), Saturation(), Fixed())}
 
 
-def kind_of(plan: Record) -> TestKind:
-    """The kind of a stored or planned test (``steady`` when the plan does not say)."""
-    name = str(plan.get("kind", "steady"))
+def kind_of(plan: TestPlan) -> TestKind:
+    """The kind of a stored test."""
+    return kind_named(plan.kind)
+
+
+def kind_named(name: str) -> TestKind:
     try:
         return KINDS[name]
     except KeyError:
@@ -158,34 +153,32 @@ def kind_of(plan: Record) -> TestKind:
 
 
 def test_result(
-    plan: Mapping[str, Any],
-    rounds: Sequence[Mapping[str, Any]],
+    plan: TestPlan,
+    rounds: Sequence[Round],
     capacity: int,
     segment: int = 1,
     total_written: int | None = None,
     segment_rounds_run: int | None = None,
     stop_reason: str | None = None,
-) -> dict[str, Any]:
+) -> Result:
     """A finished test's result.json: its verdicts and a one-line summary."""
     verdicts = segment_verdicts(plan, rounds, segment if segment_rounds_run else None)
     kind = kind_of(plan)
     steady = reached(verdicts)
     if total_written is None:
-        total_written = int(rounds[-1]["total_written_bytes"]) if rounds else 0
+        total_written = int(rounds[-1].total_written_bytes) if rounds else 0
     window, summary = kind.outcome(plan, rounds, steady, total_written, capacity)
-    result = {
-        "test": plan["name"],
-        "kind": kind.name,
-        "status": "complete",
-        "steady_state": steady if kind.has_steady_state else None,
-        "rounds": len(rounds),
-        "segment": segment,
-        "window": window,
-        "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
-        "total_written_bytes": total_written,
-        "ended": float(rounds[-1]["ended"]) if rounds else time.time(),
-        "summary": summary,
-    }
-    if stop_reason is not None:
-        result["stop_reason"] = stop_reason
-    return result
+    return Result(
+        test=plan.name,
+        kind=kind.name,
+        status="complete",
+        steady_state=steady if kind.has_steady_state else None,
+        rounds=len(rounds),
+        segment=segment,
+        window=tuple(window),
+        verdicts={k: v.record() for k, v in verdicts.items()},
+        total_written_bytes=total_written,
+        ended=rounds[-1].ended if rounds else time.time(),
+        summary=summary,
+        stop_reason=stop_reason,
+    )

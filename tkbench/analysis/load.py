@@ -14,23 +14,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ..records import Round, TestPlan
 from ..vocab import MS
 from .window import find_point
 
 QUEUE_LOW = 0.8  # below this share of the configured queue the host may be the limit
 QUEUE_HIGH = 1.05  # above it IOPS and response times cannot both be right
-
-Record = Mapping[str, Any]
-
-
-def _num(value: object) -> float:
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return 0.0
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -55,23 +47,21 @@ class QueueShare:
         return self.share > QUEUE_HIGH
 
 
-def queue_shares(plan: Record, records: Sequence[Record]) -> list[QueueShare]:
+def queue_shares(plan: TestPlan, records: Sequence[Round]) -> list[QueueShare]:
     """Little's law for every planned point over ``records`` (the window's rounds),
     lowest share first."""
-    planned = {(int(p["bs"]), int(p["read_pct"])): p for p in plan.get("points", [])}
+    planned = {p.key: p for p in plan.points}
     products: dict[tuple[int, int], list[float]] = {}
     for r in records:
-        for p in r.get("points", []):
-            iops, lat_ns = _num(p.get("iops")), _num(p.get("lat_mean_ns"))
-            if iops > 0 and lat_ns > 0:
-                key = (int(p["bs"]), int(p["read_pct"]))
-                products.setdefault(key, []).append(iops * lat_ns / 1e9)
+        for p in r.points:
+            if p.iops > 0 and p.lat_mean_ns > 0:
+                products.setdefault(p.key, []).append(p.iops * p.lat_mean_ns / 1e9)
     out = []
     for key, values in products.items():
         point = planned.get(key)
         if point is None:
             continue
-        queue = int(point.get("numjobs", 1)) * int(point.get("iodepth", 1))
+        queue = point.numjobs * point.iodepth
         out.append(QueueShare(key[0], key[1], _mean(values) / queue, queue))
     return sorted(out, key=lambda q: (q.share, -q.bs, -q.read_pct))
 
@@ -93,29 +83,27 @@ class SaturationSeries:
     final_lat_ms: float
 
 
-def saturation_series(plan: Record, rounds: Sequence[Record]) -> SaturationSeries | None:
-    points = plan.get("points") or []
-    if not rounds or not points:
+def saturation_series(plan: TestPlan, rounds: Sequence[Round]) -> SaturationSeries | None:
+    if not rounds or not plan.points:
         return None
-    bs, m = int(points[0]["bs"]), int(points[0]["read_pct"])
-    t0 = _num(rounds[0].get("started"))
+    bs, m = plan.points[0].key
+    t0 = rounds[0].started
     rows = [(r, p) for r in rounds if (p := find_point(r, bs, m)) is not None]
     if not rows:
         return None
-    nums = tuple(int(r["round"]) for r, _ in rows)
-    iops = tuple(_num(p.get("iops")) for _, p in rows)
-    lat = tuple(_num(p.get("lat_mean_ns")) / MS for _, p in rows)
-    limits = plan.get("rounds") or {}
-    tail = slice(-int(limits.get("window", 5)), None)
+    nums = tuple(r.round for r, _ in rows)
+    iops = tuple(p.iops for _, p in rows)
+    lat = tuple(p.lat_mean_ns / MS for _, p in rows)
+    tail = slice(-plan.rounds.window, None)
     return SaturationSeries(
         bs=bs,
         read_pct=m,
         rounds=nums,
-        minutes=tuple((_num(r.get("ended")) - t0) / 60.0 for r, _ in rows),
-        written_bytes=tuple(_num(r.get("total_written_bytes")) for r, _ in rows),
+        minutes=tuple((r.ended - t0) / 60.0 for r, _ in rows),
+        written_bytes=tuple(r.total_written_bytes for r, _ in rows),
         iops=iops,
         lat_mean_ms=lat,
-        lat_max_ms=tuple(_num(p.get("lat_max_ns")) / MS for _, p in rows),
+        lat_max_ms=tuple(p.lat_max_ns / MS for _, p in rows),
         final_rounds=nums[tail],
         final_iops=_mean(iops[tail]),
         final_lat_ms=_mean(lat[tail]),

@@ -9,12 +9,11 @@ docs/methodology.md says where each number comes from in the specification.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import ProfileError
 from ..profile import Profile, build
+from ..records import Manifest
 from ..units import format_duration, format_size
 
 K = 1024
@@ -69,18 +68,15 @@ def variant_of(profile: Profile) -> Variant:
     return PTS_C if profile.name == "pts-c" else PTS_E
 
 
-def departures(manifest: Mapping[str, Any]) -> list[str]:
+def departures(manifest: Manifest) -> list[str]:
     """Where the run's stored profile departs from the PTS parameters, in words.
 
     Compares the parameters a PTS report states: the tests, their block sizes,
     R/W mixes, point durations, round limits, loads, the ActiveRange, the
     preconditioning amount and the write-saturation limits.
     """
-    prof = manifest.get("profile")
-    prof = prof if isinstance(prof, dict) else {}
-    resolved = prof.get("resolved")
     try:
-        run = build(resolved if isinstance(resolved, dict) else {}, str(prof.get("source", "")))
+        run = build(dict(manifest.profile.resolved), manifest.profile.source)
     except ProfileError:
         return []
     ref = variant_of(run)

@@ -11,47 +11,47 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from ..records import Round, TestPlan
 from .steady import Verdict, evaluate
 
 
-def segment_of(record: Mapping[str, Any]) -> int:
-    """The segment a round record belongs to (1 when the record does not say)."""
-    return int(record.get("segment", 1))
+def segment_of(record: Round) -> int:
+    """The segment a round record belongs to."""
+    return record.segment
 
 
-def last_segment(rounds: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def last_segment(rounds: Sequence[Round]) -> list[Round]:
     """The rounds of the last segment (a resumed test may begin a new one)."""
     if not rounds:
         return []
     return segment_rounds(rounds, max(segment_of(r) for r in rounds))
 
 
-def segment_rounds(rounds: Sequence[Mapping[str, Any]], segment: int) -> list[Mapping[str, Any]]:
+def segment_rounds(rounds: Sequence[Round], segment: int) -> list[Round]:
     return [r for r in rounds if segment_of(r) == segment]
 
 
 def segment_verdicts(
-    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], segment: int | None = None
+    plan: TestPlan, rounds: Sequence[Round], segment: int | None = None
 ) -> dict[str, Verdict]:
     """Steady-state verdict per tracking variable over one segment's rounds
     (the last segment by default; an empty segment has no verdict)."""
     seg = last_segment(rounds) if segment is None else segment_rounds(rounds, segment)
     if not seg:
         return {}
-    lim = plan.get("rounds", {})
+    lim = plan.rounds
     out = {}
-    for label in plan.get("tracking", []):
-        values = [float(r["tracking"][label]) for r in seg if label in r.get("tracking", {})]
+    for label in plan.tracking:
+        values = [r.tracking[label] for r in seg if label in r.tracking]
         if not values or any(not math.isfinite(v) for v in values):
             continue
         out[label] = evaluate(
             values,
-            window=int(lim.get("window", 5)),
-            max_excursion=float(lim.get("max_excursion", 0.2)),
-            max_slope_excursion=float(lim.get("max_slope_excursion", 0.1)),
-            first_round=int(seg[0]["round"]),
+            window=lim.window,
+            max_excursion=lim.max_excursion,
+            max_slope_excursion=lim.max_slope_excursion,
+            first_round=seg[0].round,
         )
     return out
 

@@ -16,6 +16,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from ..records import VerdictRecord
+from ..records.base import dump
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -61,12 +64,15 @@ class Verdict:
         return self.intercept + self.slope * (round_number - self.rounds[0])
 
     def to_dict(self) -> dict[str, object]:
-        data = asdict(self)
-        data["rounds"] = list(self.rounds)
-        data["values"] = list(self.values)
-        data["excursion_ratio"] = self.excursion_ratio
-        data["slope_excursion_ratio"] = self.slope_excursion_ratio
-        return data
+        return dump(self.record())
+
+    def record(self) -> VerdictRecord:
+        """The verdict as ``result.json`` states it."""
+        return VerdictRecord(
+            **asdict(self),
+            excursion_ratio=self.excursion_ratio,
+            slope_excursion_ratio=self.slope_excursion_ratio,
+        )
 
 
 def _ratio(part: float, whole: float) -> float:

@@ -12,11 +12,11 @@ values through here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..fiojson import percentile_from_bins
+from ..records import Direction, PointResult, Round
 from ..store import TestData
 from ..vocab import MB, MS, metric
 from .kinds import kind_of
@@ -33,22 +33,20 @@ def window(test: TestData) -> tuple[int, ...]:
     return kind_of(test.plan).window(test.plan, seg)
 
 
-def window_records(
-    rounds: Sequence[Mapping[str, Any]], rounds_in_window: Iterable[int]
-) -> list[Mapping[str, Any]]:
+def window_records(rounds: Sequence[Round], rounds_in_window: Iterable[int]) -> list[Round]:
     """The round records of a window (always within the last segment)."""
     wanted = set(rounds_in_window)
-    return [r for r in last_segment(rounds) if int(r["round"]) in wanted]
+    return [r for r in last_segment(rounds) if r.round in wanted]
 
 
-def find_point(record: Mapping[str, Any], bs: int, read_pct: int) -> Mapping[str, Any] | None:
-    for p in record.get("points", []):
-        if int(p.get("bs", -1)) == bs and int(p.get("read_pct", -1)) == read_pct:
+def find_point(record: Round, bs: int, read_pct: int) -> PointResult | None:
+    for p in record.points:
+        if p.bs == bs and p.read_pct == read_pct:
             return p
     return None
 
 
-def window_points(test: TestData, bs: int, read_pct: int) -> list[Mapping[str, Any]]:
+def window_points(test: TestData, bs: int, read_pct: int) -> list[PointResult]:
     records = window_records(test.rounds, window(test))
     return [p for r in records if (p := find_point(r, bs, read_pct)) is not None]
 
@@ -63,11 +61,11 @@ def samples_needed(pct: float) -> int:
     return math.ceil(TAIL_SAMPLES / (1.0 - pct / 100.0) - 1e-9)
 
 
-def merge_bins(dirs: Iterable[Mapping[str, Any]]) -> dict[int, int]:
+def merge_bins(dirs: Iterable[Direction]) -> dict[int, int]:
     """Sum fio json+ latency bins (``{latency_ns: count}``) over several rounds."""
     total: dict[int, int] = {}
     for d in dirs:
-        for k, c in (d.get("bins_ns") or {}).items():
+        for k, c in (d.bins_ns or {}).items():
             n = int(c)
             if n > 0:
                 key = int(float(k))
@@ -76,7 +74,7 @@ def merge_bins(dirs: Iterable[Mapping[str, Any]]) -> dict[int, int]:
 
 
 def pooled_percentiles(
-    dirs: Sequence[Mapping[str, Any]], keys: Sequence[str]
+    dirs: Sequence[Direction], keys: Sequence[str]
 ) -> tuple[dict[str, float], int, str]:
     """Percentiles (ns) of one direction over several rounds, the I/O count, and how.
 
@@ -86,10 +84,10 @@ def pooled_percentiles(
     value is given, an upper bound ("largest per-round value").  A percentile
     with fewer than :func:`samples_needed` I/Os behind it is left out.
     """
-    active = [d for d in dirs if d.get("io_bytes")]
-    count = int(sum(int(d.get("total_ios") or 0) for d in active))
+    active = [d for d in dirs if d.io_bytes]
+    count = int(sum(int(d.total_ios or 0) for d in active))
     out: dict[str, float] = {}
-    if active and all(d.get("bins_ns") for d in active):
+    if active and all(d.bins_ns for d in active):
         merged = merge_bins(active)
         count = sum(merged.values())
         for key in keys:
@@ -97,15 +95,13 @@ def pooled_percentiles(
                 out[key] = percentile_from_bins(merged, float(key))
         return out, count, "histogram"
     for key in keys:
-        vals = [
-            float(d["percentiles_ns"][key]) for d in active if key in d.get("percentiles_ns", {})
-        ]
+        vals = [d.percentiles_ns[key] for d in active if key in d.percentiles_ns]
         if vals and count >= samples_needed(float(key)):
             out[key] = max(vals)
     return out, count, "largest per-round value"
 
 
-def point_value(point: Mapping[str, Any], name: str) -> float:
+def point_value(point: PointResult, name: str) -> float:
     """One round's value of a point: ``iops``, ``bw`` (MB/s), ``lat_mean``/``lat_max``/
     ``pNN`` (ms); percentiles of a mixed point are the worse of read and write."""
     return metric(name).read(point)
@@ -121,7 +117,7 @@ def value(test: TestData, name: str, bs: int, read_pct: int) -> float:
     if m.percentile is not None:
         key = m.percentile
         found = [
-            pooled_percentiles([p.get(d) or {} for p in pts], [key])[0].get(key) for d in DIRECTIONS
+            pooled_percentiles([getattr(p, d) for p in pts], [key])[0].get(key) for d in DIRECTIONS
         ]
         vals_ns = [v for v in found if v is not None]
         return max(vals_ns) / MS if vals_ns else math.nan
@@ -177,59 +173,52 @@ class PointMean:
     directions: dict[str, DirMean]
 
 
-def _num(value: object) -> float:
-    """A stored number; a missing or non-finite one counts as 0."""
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return 0.0
-
-
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else math.nan
 
 
-def _dir_mean(dirs: Sequence[Mapping[str, Any]]) -> DirMean | None:
-    active = [d for d in dirs if _num(d.get("io_bytes")) > 0]
+def _dir_mean(dirs: Sequence[Direction]) -> DirMean | None:
+    active = [d for d in dirs if d.io_bytes > 0]
     if not active:
         return None
     keys: list[str] = []
     for d in active:
-        for k in d.get("percentiles_ns") or {}:
+        for k in d.percentiles_ns:
             if k not in keys:
                 keys.append(k)
     pooled, samples, basis = pooled_percentiles(active, keys)
     return DirMean(
-        iops=_mean([_num(d.get("iops")) for d in active]),
-        bw_mbs=_mean([_num(d.get("bw_bytes")) / MB for d in active]),
-        mean_ms=_mean([_num(d.get("lat_mean_ns")) / MS for d in active]),
-        max_ms=max(_num(d.get("lat_max_ns")) / MS for d in active),
+        iops=_mean([d.iops for d in active]),
+        bw_mbs=_mean([d.bw_bytes / MB for d in active]),
+        mean_ms=_mean([d.lat_mean_ns / MS for d in active]),
+        max_ms=max(d.lat_max_ns / MS for d in active),
         percentiles_ms={k: v / MS for k, v in pooled.items()},
         samples=samples,
         percentile_basis=basis,
     )
 
 
-def point_means(records: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], PointMean]:
+def point_means(records: Sequence[Round]) -> dict[tuple[int, int], PointMean]:
     """Mean of every point's values over ``records`` (the window rounds)."""
-    grouped: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
+    grouped: dict[tuple[int, int], list[PointResult]] = {}
     for r in records:
-        for p in r.get("points", []):
-            grouped.setdefault((int(p["bs"]), int(p["read_pct"])), []).append(p)
+        for p in r.points:
+            grouped.setdefault(p.key, []).append(p)
     out = {}
     for key, pts in grouped.items():
         directions = {}
         for name in DIRECTIONS:
-            dm = _dir_mean([p.get(name) or {} for p in pts])
+            dm = _dir_mean([getattr(p, name) for p in pts])
             if dm is not None:
                 directions[name] = dm
         out[key] = PointMean(
             bs=key[0],
             read_pct=key[1],
             rounds=len(pts),
-            iops=_mean([_num(p.get("iops")) for p in pts]),
-            bw_mbs=_mean([_num(p.get("bw_bytes")) / MB for p in pts]),
-            lat_mean_ms=_mean([_num(p.get("lat_mean_ns")) / MS for p in pts]),
-            lat_max_ms=max(_num(p.get("lat_max_ns")) / MS for p in pts),
+            iops=_mean([p.iops for p in pts]),
+            bw_mbs=_mean([p.bw_bytes / MB for p in pts]),
+            lat_mean_ms=_mean([p.lat_mean_ns / MS for p in pts]),
+            lat_max_ms=max(p.lat_max_ns / MS for p in pts),
             directions=directions,
         )
     return out

@@ -14,12 +14,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import plan as planmod
 from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from . import support
 from .support import SESSION, info
+
+if TYPE_CHECKING:
+    from ..records import Manifest
+    from ..runs import ChecksDone
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -132,29 +136,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         resume_gap=args.resume_gap,
     )
     out, _manifest = _with_progress(lambda progress: start(req, progress))
-    checks = _checks(args, out)
-    if checks.get("history_error"):
-        sys.stderr.write(f"tkbench: warning: run not indexed: {checks['history_error']}\n")
+    done = _checks(args, out)
+    checks = done.checks
+    if done.history_error:
+        sys.stderr.write(f"tkbench: warning: run not indexed: {done.history_error}\n")
     if not args.no_report:
         _write_report(out)
     if args.json:
         summary = run_summary(load_run(out))
-        summary["checks"] = checks
+        summary["checks"] = done.to_json()
         print(json.dumps(summary, indent=1, default=str))
     else:
         info(f"run directory: {out}")
-        failed = [c for c in checks["checks"] if not c["passed"]]
-        if checks["count"]:
+        failed = [c for c in checks.checks if not c.passed]
+        if checks.count:
             info(
                 f"checks: {'PASS' if not failed else 'FAIL'} "
-                f"({checks['count'] - len(failed)} of {checks['count']} passed)"
+                f"({checks.count - len(failed)} of {checks.count} passed)"
             )
         for c in failed:
-            sys.stderr.write(f"  FAIL {c['name']}: {c['message']}\n")
-    return 0 if checks["passed"] else EXIT_FAILED_CHECK
+            sys.stderr.write(f"  FAIL {c.name}: {c.message}\n")
+    return 0 if checks.passed else EXIT_FAILED_CHECK
 
 
-def _checks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def _checks(args: argparse.Namespace, out: Path) -> ChecksDone:
     from ..runs import finish_checks
 
     return finish_checks(
@@ -175,8 +180,8 @@ def _write_report(run_dir: Path) -> Path:
 
 
 def _with_progress(
-    body: Callable[[Any], tuple[Path, dict[str, Any]]],
-) -> tuple[Path, dict[str, Any]]:
+    body: Callable[[Any], tuple[Path, Manifest]],
+) -> tuple[Path, Manifest]:
     """Run ``body(progress)`` with the progress display, SIGTERM and SIGINT as an
     interruption (see :func:`_on_signal`)."""
     progress = _progress(_tty(sys.stdin) and _tty(sys.stderr))

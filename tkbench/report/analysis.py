@@ -32,11 +32,13 @@ from ..analysis.steady import Verdict
 from ..analysis.window import DIRECTIONS, PointMean, find_point, merge_bins
 from ..fiojson import percentile_from_bins
 from ..profile import Tracking
+from ..records import Checks, Round, TestPlan
 from ..store import RunData, TestData
 from ..units import format_size
 from ..vocab import MS
 from ..vocab import metric as metric_of
 from . import fmt, header
+from .labels import anchor, mix_caption, mix_label, primary_metric, tracking_of
 from .model import (
     COMPLETE,
     FAILED,
@@ -57,19 +59,6 @@ from .model import (
 )
 from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
-from .records import (
-    anchor,
-    as_dict,
-    block_sizes,
-    mix_caption,
-    mix_label,
-    mixes,
-    num,
-    plan_points,
-    primary_metric,
-    tracking_of,
-    workload,
-)
 
 HIST_BINS_PER_DECADE = 12
 CONVERGENCE_MIX = 0  # PTS plots IOPS convergence of every block size at 0/100
@@ -82,12 +71,12 @@ def matrix(
     key: str,
     caption: str,
     unit: str,
-    plan: Mapping[str, Any],
+    plan: TestPlan,
     means: Mapping[tuple[int, int], PointMean],
     value: Any,
 ) -> Matrix:
     """A block size x R/W mix table of ``value(point_mean)``."""
-    sizes, mx = block_sizes(plan), mixes(plan)
+    sizes, mx = plan.block_sizes, plan.mixes
     rows = []
     for bs in sizes:
         row: list[float | None] = []
@@ -109,7 +98,7 @@ def matrix(
 
 
 def matrices_for(
-    metric: str, plan: Mapping[str, Any], means: Mapping[tuple[int, int], PointMean]
+    metric: str, plan: TestPlan, means: Mapping[tuple[int, int], PointMean]
 ) -> tuple[Matrix, ...]:
     iops = matrix("iops", "IOPS", "IOPS", plan, means, lambda p: p.iops)
     bw = matrix("bw", "Throughput", "MB/s", plan, means, lambda p: p.bw_mbs)
@@ -126,10 +115,8 @@ def matrices_for(
     return (iops, bw)
 
 
-def percentile_names(
-    plan: Mapping[str, Any], means: Mapping[tuple[int, int], PointMean]
-) -> tuple[str, ...]:
-    asked = [f"{float(p):g}" for p in plan.get("percentiles", [])]
+def percentile_names(plan: TestPlan, means: Mapping[tuple[int, int], PointMean]) -> tuple[str, ...]:
+    asked = [f"{p:g}" for p in plan.percentiles]
     if asked:
         return tuple(asked)
     found: set[str] = set()
@@ -140,11 +127,11 @@ def percentile_names(
 
 
 def latency_rows(
-    plan: Mapping[str, Any], means: Mapping[tuple[int, int], PointMean], names: Sequence[str]
+    plan: TestPlan, means: Mapping[tuple[int, int], PointMean], names: Sequence[str]
 ) -> tuple[LatencyRow, ...]:
     rows = []
-    for bs in block_sizes(plan):
-        for m in mixes(plan):
+    for bs in plan.block_sizes:
+        for m in plan.mixes:
             pm = means.get((bs, m))
             if pm is None:
                 continue
@@ -186,19 +173,19 @@ def log_histogram(
 
 
 def histograms(
-    plan: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]],
+    plan: TestPlan,
+    records: Sequence[Round],
     means: Mapping[tuple[int, int], PointMean],
 ) -> tuple[Histogram, ...]:
     out = []
-    for bs in block_sizes(plan):
-        for m in mixes(plan):
+    for bs in plan.block_sizes:
+        for m in plan.mixes:
             pm = means.get((bs, m))
             if pm is None:
                 continue
             for direction in DIRECTIONS:
                 dirs = [
-                    as_dict(p.get(direction))
+                    getattr(p, direction)
                     for r in records
                     if (p := find_point(r, bs, m)) is not None
                 ]
@@ -255,11 +242,11 @@ def determination(label: str, v: Verdict) -> Determination:
 
 
 def convergence(
-    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], metric: str
+    plan: TestPlan, rounds: Sequence[Round], metric: str
 ) -> tuple[str, tuple[Series, ...]]:
     """Per-round values to plot: every block size for IOPS, else every point (<= 12)."""
     tracked = {(t.bs, t.mix.read) for t in tracking_of(plan) if t.metric == metric}
-    sizes, mx = block_sizes(plan), mixes(plan)
+    sizes, mx = plan.block_sizes, plan.mixes
     keys: list[tuple[int, int]]
     if metric == "iops" and len(sizes) > 1:
         mix = CONVERGENCE_MIX if CONVERGENCE_MIX in mx else min(m for _, m in tracked or {(0, 0)})
@@ -278,7 +265,7 @@ def convergence(
         for r in rounds:
             p = find_point(r, bs, m)
             if p is not None:
-                xs.append(float(r["round"]))
+                xs.append(float(r.round))
                 ys.append(metric_of(metric).read(p))
         if xs:
             series.append(
@@ -293,23 +280,22 @@ def convergence(
 
 
 def round_rows(
-    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], window: Sequence[int]
+    plan: TestPlan, rounds: Sequence[Round], window: Sequence[int]
 ) -> tuple[RoundRow, ...]:
-    labels = list(plan.get("tracking", []))
+    labels = plan.tracking
     seg = max((segment_of(r) for r in rounds), default=1)
     wanted = set(window)
     rows = []
     for r in rounds:
-        tr = as_dict(r.get("tracking"))
         rows.append(
             RoundRow(
-                number=int(r["round"]),
+                number=r.round,
                 segment=segment_of(r),
-                started=num(r.get("started")),
-                seconds=num(r.get("ended")) - num(r.get("started")),
-                values=tuple(num(tr[k]) if k in tr else None for k in labels),
-                written_bytes=int(num(r.get("written_bytes"))),
-                in_window=segment_of(r) == seg and int(r["round"]) in wanted,
+                started=r.started,
+                seconds=r.ended - r.started,
+                values=tuple(r.tracking.get(k) for k in labels),
+                written_bytes=int(r.written_bytes),
+                in_window=segment_of(r) == seg and r.round in wanted,
             )
         )
     return tuple(rows)
@@ -322,7 +308,7 @@ def pct(fraction: float) -> str:
     return f"{fraction * 100:.0f} %"
 
 
-def queue_check(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
+def queue_check(plan: TestPlan, records: Sequence[Round]) -> tuple[str, bool]:
     """The sentence of the Little's-law check (:func:`tkbench.analysis.load.queue_shares`)
     over the window, and whether it is a warning."""
     found = queue_shares(plan, records)
@@ -358,9 +344,7 @@ def queue_check(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -
 # --------------------------------------------------------------------------- saturation
 
 
-def saturation(
-    plan: Mapping[str, Any], rounds: Sequence[Mapping[str, Any]], capacity: int
-) -> Saturation | None:
+def saturation(plan: TestPlan, rounds: Sequence[Round], capacity: int) -> Saturation | None:
     """IOPS and latency of the write-saturation point, per round
     (:func:`tkbench.analysis.load.saturation_series`), with its summary table."""
     series = saturation_series(plan, rounds)
@@ -379,7 +363,7 @@ def saturation(
         final_lat_ms=series.final_lat_ms,
         rows=(),
     )
-    runtime = num(plan_points(plan)[0].get("runtime"))
+    runtime = plan.points[0].runtime
     return replace(sat, rows=saturation_rows(sat, series.rounds, runtime))
 
 
@@ -423,10 +407,10 @@ def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
 
 
 def steady_verdict(
-    plan: Mapping[str, Any], verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
+    plan: TestPlan, verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
 ) -> tuple[bool | None, str, str]:
     """(steady?, one sentence for a customer, the basis of the window values)."""
-    kind = plan.get("kind")
+    kind = plan.kind
     if kind != "steady":
         if kind == "fixed":
             return (
@@ -438,7 +422,7 @@ def steady_verdict(
     if not verdicts:
         return False, "No round was completed: steady state was not determined.", "no rounds"
     reached = all(v.reached for v in verdicts.values())
-    limit = int(as_dict(plan.get("rounds")).get("max", 0))
+    limit = plan.rounds.max
     span = fmt.rounds(list(window))
     if reached:
         return (
@@ -464,7 +448,6 @@ def test_report(
     run_status: str,
     error: str,
     capacity: int,
-    target_kind: str = "",
     analysis: TestAnalysis | None = None,
 ) -> TestReport:
     plan = t.plan
@@ -474,19 +457,19 @@ def test_report(
     status, status_text = test_status(t, run_status, error)
     steady, verdict, basis = steady_verdict(plan, verdicts, window, len(t.rounds))
     conv_title, conv = convergence(plan, t.rounds, metric)
-    kind = str(plan.get("kind", "steady"))
+    kind = plan.kind
     sat = saturation(plan, t.rounds, capacity) if kind == "saturation" else None
     if sat is not None:
         verdict = _saturation_verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
     queue_note, queue_warn = queue_check(plan, records) if kind != "saturation" else ("", False)
     tracking = tracking_of(plan)
-    notes = [str(n) for n in plan.get("notes", [])]
+    notes = list(plan.notes)
     if t.purge:
-        notes += [f"Purge: {n}" for n in t.purge.get("notes", [])]
+        notes += [f"Purge: {n}" for n in t.purge.notes]
     return TestReport(
         name=t.name,
-        title=str(plan.get("title", t.name)),
+        title=plan.title or t.name,
         kind=kind,
         anchor=anchor(t.name),
         metric=metric,
@@ -498,7 +481,7 @@ def test_report(
         window=tuple(window),
         window_basis=basis,
         procedure=(outcome(t, capacity),),
-        parameters=parameters(t, capacity, target_kind),
+        parameters=parameters(t, capacity),
         tracking=tuple(x.label for x in tracking),
         tracking_units=tuple(x.unit for x in tracking),
         convergence=conv if kind != "saturation" else (),
@@ -510,7 +493,7 @@ def test_report(
         matrices=matrices_for(metric, plan, means) if kind != "saturation" else (),
         percentile_names=names,
         latency=latency_rows(plan, means, names) if metric == "lat_mean" else (),
-        histograms=histograms(plan, records, means) if plan.get("histogram") else (),
+        histograms=histograms(plan, records, means) if plan.histogram else (),
         saturation=sat,
         health=health_rows(t.health_before, t.health_after),
         notes=tuple(notes),
@@ -549,9 +532,8 @@ def headlines(
     return tuple(out)
 
 
-def _load_detail(plan: Mapping[str, Any]) -> str:
-    wl = workload(plan)
-    jobs, qd = int(wl.get("numjobs", 1)), int(wl.get("iodepth", 1))
+def _load_detail(plan: TestPlan) -> str:
+    jobs, qd = plan.workload.numjobs, plan.workload.iodepth
     if jobs == 1 and qd == 1:
         return "QD 1, 1 job"
     return f"{jobs} jobs × QD {qd}"
@@ -565,9 +547,9 @@ def _headline_bs(sizes: Sequence[int]) -> int | None:
 
 
 def _test_headlines(
-    rep: TestReport, plan: Mapping[str, Any], means: Mapping[tuple[int, int], PointMean]
+    rep: TestReport, plan: TestPlan, means: Mapping[tuple[int, int], PointMean]
 ) -> list[Headline]:
-    sizes = block_sizes(plan)
+    sizes = plan.block_sizes
     detail = _load_detail(plan)
 
     def line(label: str, bs: int, unit: str, value: Any) -> Headline:
@@ -636,13 +618,12 @@ def _saturation_headlines(rep: TestReport, detail: str) -> list[Headline]:
 def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     """The whole report model of a run (``generated``: the report's timestamp)."""
     m = run.manifest
-    run_status = str(m.get("status", "unknown"))
-    error = str(m.get("error") or "")
-    capacity = int(num(as_dict(m.get("target")).get("capacity_bytes")))
-    kind = str(as_dict(m.get("target")).get("kind", ""))
+    run_status = m.status
+    error = m.error or ""
+    capacity = m.target.capacity_bytes
     analysed = analyze_run(run)
     triples = [
-        (test_report(t, run_status, error, capacity, kind, a), t, a)
+        (test_report(t, run_status, error, capacity, a), t, a)
         for t, a in zip(run.tests, analysed.tests, strict=True)
     ]
     tests = tuple(p[0] for p in triples)
@@ -665,10 +646,10 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         run=header.run_rows(m, options, generated),
         setup=header.setup_rows(run),
         tests=tests,
-        not_run=tuple(n for n in m.get("tests", []) if isinstance(n, str) and n not in present),
+        not_run=tuple(n for n in m.tests if n not in present),
         notes=header.run_notes(m),
         run_dir=str(run.root),
-        tkbench_version=header.text_or(m.get("tkbench_version")),
+        tkbench_version=m.tkbench_version or "unknown",
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests),
         flag=header.flag(m),
@@ -676,22 +657,16 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     )
 
 
-def check_rows(checks: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_rows(checks: Checks | None) -> dict[str, Any]:
     """The PASS/FAIL checks stored with the run, for the report's checks chapter."""
-    if not checks or not checks.get("checks"):
+    if not checks or not checks.checks:
         return {}
     rows = tuple(
-        CheckRow(
-            name=str(c.get("name", "")),
-            kind=str(c.get("kind", "")),
-            passed=bool(c.get("passed")),
-            limit=str(c.get("limit", "")),
-            message=str(c.get("message", "")),
-        )
-        for c in checks["checks"]
+        CheckRow(name=c.name, kind=c.kind, passed=c.passed, limit=c.limit, message=c.message)
+        for c in checks.checks
     )
     return {
         "checks": rows,
         "checks_passed": all(r.passed for r in rows),
-        "checks_baseline": str(checks.get("baseline") or ""),
+        "checks_baseline": checks.baseline or "",
     }

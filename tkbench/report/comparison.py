@@ -21,7 +21,6 @@ from ..units import human_bytes
 from ..vocab import metric
 from . import analysis, fmt, header
 from .model import Row, TestReport
-from .records import as_dict, num
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,6 @@ def _deltas(values: Sequence[float | None]) -> tuple[float | None, ...]:
 def run_column(number: int, run: RunData) -> RunColumn:
     m = run.manifest
     ident = header.identity(m)
-    profile = m.get("profile") or {}
     label = f"{header.text_or(ident.get('model'))} ({run.root.name})"
     return RunColumn(
         number=number,
@@ -111,11 +109,11 @@ def run_column(number: int, run: RunData) -> RunColumn:
             Row("Firmware", header.text_or(ident.get("firmware"))),
             Row(
                 "Capacity",
-                human_bytes(num(as_dict(m.get("target")).get("capacity_bytes")), decimal=True),
+                human_bytes(float(m.target.capacity_bytes), decimal=True),
             ),
-            Row("Profile", header.text_or(profile.get("name"))),
-            Row("Started", fmt.when(float(m.get("started") or 0) or None)),
-            Row("Status", header.text_or(m.get("status"))),
+            Row("Profile", header.text_or(m.profile.name)),
+            Row("Started", fmt.when(m.started or None)),
+            Row("Status", header.text_or(m.status)),
         ),
         directory=str(run.root),
     )
@@ -128,7 +126,7 @@ def comparison_flag(runs: Sequence[RunData]) -> str:
         parts.append("INCLUDES SYNTHETIC DATA")
     if any(header.is_emulated(r.manifest) for r in runs):
         parts.append("INCLUDES AN EMULATED DRIVE")
-    if any(r.manifest.get("status") != "complete" for r in runs):
+    if any(r.manifest.status != "complete" for r in runs):
         parts.append("INCLUDES UNFINISHED RUNS")
     return " · ".join(parts)
 
@@ -136,11 +134,8 @@ def comparison_flag(runs: Sequence[RunData]) -> str:
 def analysed_tests(run: RunData) -> dict[str, TestReport]:
     """Every test of ``run`` that has rounds, analysed as the run's own report does."""
     m = run.manifest
-    target = as_dict(m.get("target"))
-    status, error = str(m.get("status", "unknown")), str(m.get("error") or "")
-    capacity = int(num(target.get("capacity_bytes")))
     return {
-        t.name: analysis.test_report(t, status, error, capacity, str(target.get("kind", "")))
+        t.name: analysis.test_report(t, m.status, m.error or "", m.target.capacity_bytes)
         for t in run.tests
         if t.rounds
     }

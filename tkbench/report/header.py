@@ -10,26 +10,27 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis import kind_of
 from ..analysis.pts import departures
+from ..records import Manifest
 from ..store import RunData
 from . import fmt
 from .model import COMPLETE, Row, TestReport
 from .options import ReportOptions
 from .procedure import outstanding, precondition_text, purge_text, stop_rule
-from .records import as_dict, num, workload
 
 
-def identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    return as_dict(as_dict(manifest.get("target")).get("identity"))
+def identity(manifest: Manifest) -> Mapping[str, Any]:
+    return manifest.target.identity
 
 
-def is_emulated(manifest: Mapping[str, Any]) -> bool:
+def is_emulated(manifest: Manifest) -> bool:
     ident = identity(manifest)
     return bool(ident.get("emulated")) or "emulator" in str(ident.get("model", "")).lower()
 
 
-def is_synthetic(manifest: Mapping[str, Any]) -> bool:
-    return manifest.get("synthetic") is True
+def is_synthetic(manifest: Manifest) -> bool:
+    return manifest.synthetic
 
 
 def text_or(value: object, default: str = "unknown") -> str:
@@ -38,11 +39,11 @@ def text_or(value: object, default: str = "unknown") -> str:
     return str(value)
 
 
-def device_rows(manifest: Mapping[str, Any]) -> tuple[Row, ...]:
-    target = as_dict(manifest.get("target"))
+def device_rows(manifest: Manifest) -> tuple[Row, ...]:
+    target = manifest.target
     ident = identity(manifest)
-    cap = int(num(target.get("capacity_bytes") or ident.get("capacity_bytes")))
-    logical = target.get("logical_sector") or ident.get("logical_sector")
+    cap = target.capacity_bytes or target.capacity
+    logical = target.logical_sector or ident.get("logical_sector")
     physical = ident.get("physical_sector")
     rows = [
         Row("Model", text_or(ident.get("model"))),
@@ -55,60 +56,53 @@ def device_rows(manifest: Mapping[str, Any]) -> tuple[Row, ...]:
         ),
         Row("Interface", text_or(ident.get("interface"))),
         Row("Volatile write cache", text_or(ident.get("write_cache"))),
-        Row("Target", f"{text_or(target.get('spec'))} ({text_or(target.get('kind'))})", mono=True),
+        Row("Target", f"{text_or(target.spec)} ({text_or(target.kind)})", mono=True),
     ]
     if ident.get("emulator"):
         rows.append(Row("Emulator", str(ident["emulator"])))
     return tuple(rows)
 
 
-def platform_rows(manifest: Mapping[str, Any]) -> tuple[Row, ...]:
-    host = as_dict(manifest.get("host"))
-    servers = manifest.get("fio_servers") or []
+def platform_rows(manifest: Manifest) -> tuple[Row, ...]:
+    host = manifest.host
+    servers = manifest.fio_servers
     rows = [
-        Row("Host name", text_or(host.get("hostname"))),
-        Row("CPU", f"{text_or(host.get('cpu'))} ({text_or(host.get('cpus'), '?')} logical CPUs)"),
-        Row(
-            "Memory",
-            fmt.size(num(host.get("memory_bytes"))) if host.get("memory_bytes") else "unknown",
-        ),
-        Row("Operating system", text_or(host.get("os"))),
-        Row("Kernel", f"{text_or(host.get('kernel'))} ({text_or(host.get('machine'), '?')})"),
-        Row("fio", text_or(manifest.get("fio_version"))),
-        Row("tkbench", text_or(manifest.get("tkbench_version"))),
+        Row("Host name", text_or(host.hostname)),
+        Row("CPU", f"{text_or(host.cpu)} ({text_or(host.cpus, '?')} logical CPUs)"),
+        Row("Memory", fmt.size(host.memory_bytes) if host.memory_bytes else "unknown"),
+        Row("Operating system", text_or(host.os)),
+        Row("Kernel", f"{text_or(host.kernel)} ({text_or(host.machine, '?')})"),
+        Row("fio", text_or(manifest.fio_version)),
+        Row("tkbench", text_or(manifest.tkbench_version)),
     ]
     if servers:
-        rows.append(Row("fio servers", ", ".join(str(s) for s in servers)))
+        rows.append(Row("fio servers", ", ".join(servers)))
     return tuple(rows)
 
 
-def run_rows(
-    manifest: Mapping[str, Any], options: ReportOptions, generated: float
-) -> tuple[Row, ...]:
-    profile = as_dict(manifest.get("profile"))
-    resolved = as_dict(profile.get("resolved"))
-    started, ended = manifest.get("started"), manifest.get("ended")
-    cmd = manifest.get("command_line") or []
+def run_rows(manifest: Manifest, options: ReportOptions, generated: float) -> tuple[Row, ...]:
+    profile = manifest.profile
+    started, ended = manifest.started, manifest.ended
+    cmd = manifest.command_line
     rows = [
         Row(
             "Profile",
-            f"{text_or(profile.get('name'))}: {text_or(resolved.get('description'), '')}",
+            f"{text_or(profile.name)}: {text_or(profile.resolved.get('description'), '')}",
         ),
-        Row("Profile file", text_or(profile.get("source")), mono=True),
-        Row("Command line", shlex.join(str(c) for c in cmd) if cmd else "unknown", mono=True),
-        Row("Run started", fmt.when(num(started) or None)),
-        Row("Run ended", fmt.when(num(ended) or None)),
+        Row("Profile file", text_or(profile.source), mono=True),
+        Row("Command line", shlex.join(cmd) if cmd else "unknown", mono=True),
+        Row("Run started", fmt.when(started or None)),
+        Row("Run ended", fmt.when(ended or None)),
     ]
     if started and ended:
-        rows.append(Row("Run duration", fmt.duration(num(ended) - num(started))))
-    rows.append(Row("Run status", text_or(manifest.get("status"))))
-    for r in manifest.get("resumes") or []:
-        r = as_dict(r)
+        rows.append(Row("Run duration", fmt.duration(ended - started)))
+    rows.append(Row("Run status", text_or(manifest.status)))
+    for r in manifest.resumes:
         rows.append(
             Row(
                 "Resumed",
-                f"{fmt.when(num(r.get('at')) or None)}: test {text_or(r.get('test'))}, "
-                f"{text_or(r.get('action'))} ({text_or(r.get('rounds_kept'), '0')} rounds kept)",
+                f"{fmt.when(r.at or None)}: test {text_or(r.test)}, "
+                f"{text_or(r.action)} ({r.rounds_kept} rounds kept)",
             )
         )
     rows.append(Row("Report generated", fmt.when(generated)))
@@ -125,18 +119,15 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
     def per_test(value: Any) -> str:
         groups: dict[str, list[str]] = {}
         for t in run.tests:
-            groups.setdefault(value(t), []).append(str(t.plan.get("title", t.name)))
+            groups.setdefault(value(t), []).append(t.plan.title or t.name)
         if len(groups) == 1:
             return next(iter(groups))
         return "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
 
     ident = identity(run.manifest)
     rows = [
-        Row("Data pattern", per_test(lambda t: str(workload(t.plan).get("data_pattern", "?")))),
-        Row(
-            "ActiveRange",
-            per_test(lambda t: f"{num(t.plan.get('active_range'), 100):g} %"),
-        ),
+        Row("Data pattern", per_test(lambda t: t.plan.workload.data_pattern)),
+        Row("ActiveRange", per_test(lambda t: f"{t.plan.active_range:g} %")),
         Row("Outstanding I/O", per_test(lambda t: outstanding(t.plan))),
         Row("Purge", per_test(lambda t: purge_text(t.plan, t.purge))),
         Row(
@@ -148,7 +139,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
             "Steady-state criterion",
             per_test(
                 lambda t: (
-                    stop_rule(t.plan, 0) if t.plan.get("kind") == "steady" else "none (by design)"
+                    stop_rule(t.plan, 0) if kind_of(t.plan).has_steady_state else "none (by design)"
                 )
             ),
         ),
@@ -161,9 +152,9 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
     return tuple(rows)
 
 
-def run_status_text(manifest: Mapping[str, Any]) -> str:
-    status = str(manifest.get("status", "unknown"))
-    error = manifest.get("error")
+def run_status_text(manifest: Manifest) -> str:
+    status = manifest.status
+    error = manifest.error
     if status == "complete":
         return "The run is complete."
     if status == "failed":
@@ -180,7 +171,7 @@ def run_status_text(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def alerts(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+def alerts(manifest: Manifest) -> tuple[str, ...]:
     """What a reader must know before any number: synthetic, emulated, incomplete."""
     out = []
     if is_synthetic(manifest):
@@ -194,19 +185,19 @@ def alerts(manifest: Mapping[str, Any]) -> tuple[str, ...]:
             "EMULATED DRIVE. The drive under test was tkbench's bundled SSD emulator, not a real "
             "drive: the numbers describe the emulator's model of an SSD, not any product."
         )
-    if manifest.get("status") != "complete":
+    if manifest.status != "complete":
         out.append(run_status_text(manifest))
     return tuple(out)
 
 
-def flag(manifest: Mapping[str, Any]) -> str:
+def flag(manifest: Manifest) -> str:
     """The short warning repeated in every page header."""
     parts = []
     if is_synthetic(manifest):
         parts.append("SYNTHETIC DATA — NOT A MEASUREMENT")
     if is_emulated(manifest):
         parts.append("EMULATED DRIVE — NOT A REAL DEVICE")
-    status = manifest.get("status")
+    status = manifest.status
     if status != "complete":
         parts.append(f"{str(status or 'unfinished').upper()} RUN")
     return " · ".join(parts)
@@ -217,15 +208,13 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     m = run.manifest
     out = []
     ident = identity(m)
-    if as_dict(m.get("target")).get("kind") == "file" or ident.get("interface") == "file":
+    if m.target.kind == "file" or ident.get("interface") == "file":
         out.append(
             "The target was a regular file: the results describe the file system and the "
             "drive beneath it, not a drive on its own."
         )
     non_compliant = [
-        t.plan.get("title", t.name)
-        for t in run.tests
-        if t.purge and not t.purge.get("pts_compliant")
+        t.plan.title or t.name for t in run.tests if t.purge and not t.purge.pts_compliant
     ]
     if non_compliant:
         out.append(
@@ -237,7 +226,7 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     if deviations:
         out.append(
             "This run departs from the SNIA PTS test parameters (profile "
-            f"{as_dict(m.get('profile')).get('name', '?')}: "
+            f"{m.profile.name or '?'}: "
             f"{', '.join(d.split(':')[0] for d in deviations)}); its numbers are not PTS "
             "results. The differences are listed under Test set-up, Notes."
         )
@@ -254,15 +243,14 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
 def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     m = run.manifest
     ident = identity(m)
-    profile = as_dict(m.get("profile"))
-    cap = int(num(as_dict(m.get("target")).get("capacity_bytes")))
+    cap = m.target.capacity_bytes
     lines = [
         f"This report presents the results of the tkbench profile "
-        f"“{text_or(profile.get('name'))}” on {text_or(ident.get('model'))} "
+        f"“{text_or(m.profile.name)}” on {text_or(ident.get('model'))} "
         f"(serial number {text_or(ident.get('serial'))}, "
         f"firmware {text_or(ident.get('firmware'))}, "
-        f"{fmt.gb(cap)} user capacity), run from {fmt.when(num(m.get('started')) or None)} "
-        f"to {fmt.when(num(m.get('ended')) or None)}. {run_status_text(m)}"
+        f"{fmt.gb(cap)} user capacity), run from {fmt.when(m.started or None)} "
+        f"to {fmt.when(m.ended or None)}. {run_status_text(m)}"
     ]
     for t in tests:
         verdict = t.verdict or t.status_text
@@ -271,7 +259,7 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
     return tuple(lines)
 
 
-def device_line(manifest: Mapping[str, Any]) -> str:
+def device_line(manifest: Manifest) -> str:
     """Model, serial number and firmware: the running footer of every page."""
     ident = identity(manifest)
     return (
@@ -280,9 +268,9 @@ def device_line(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def run_notes(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+def run_notes(manifest: Manifest) -> tuple[str, ...]:
     """Notes of the target's identification and of the planning."""
     notes = [str(n) for n in identity(manifest).get("notes", []) if n]
-    notes += [str(n) for n in manifest.get("plan_notes", []) if n]
+    notes += [n for n in manifest.plan_notes if n]
     notes += [f"Differs from the SNIA PTS parameters: {d}." for d in departures(manifest)]
     return tuple(notes)

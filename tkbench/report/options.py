@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .records import as_dict
+from ..records import Manifest
 
 PAPERS = {"a4": "A4", "letter": "Letter"}
 DEFAULT_TITLE = "SSD Performance Report"
@@ -31,7 +31,7 @@ def normalise_paper(paper: str) -> str:
 
 
 def resolve_options(
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     *,
     title: str | None = None,
     operator: str | None = None,
@@ -43,15 +43,16 @@ def resolve_options(
 
     A relative logo path from the profile is taken relative to the profile file.
     """
-    profile = as_dict(manifest.get("profile"))
-    defaults = as_dict(as_dict(profile.get("resolved")).get("report"))
+    profile = manifest.profile
+    found = profile.resolved.get("report")  # the profile's [report] table, as resolved
+    defaults: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     logo_path: Path | None = None
     if logo is not None and str(logo):
         logo_path = Path(logo)
     elif defaults.get("logo"):
         logo_path = Path(str(defaults["logo"]))
-        source = profile.get("source")
-        if not logo_path.is_absolute() and isinstance(source, str) and source:
+        source = profile.source
+        if not logo_path.is_absolute() and source:
             logo_path = Path(source).parent / logo_path
     return ReportOptions(
         title=_first_text(title, defaults.get("title"), DEFAULT_TITLE),

@@ -11,99 +11,88 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis import ioengine_used
 from ..analysis.segments import last_segment, segment_of
+from ..records import Precondition, Purge, TestPlan
 from ..store import TestData
 from ..units import format_size
 from . import fmt
+from .labels import mix_label, tracking_of
 from .model import Row
-from .records import (
-    as_dict,
-    block_sizes,
-    mix_label,
-    mixes,
-    num,
-    plan_points,
-    tracking_of,
-    workload,
-)
 
 
-def outstanding(plan: Mapping[str, Any]) -> str:
-    wl = workload(plan)
-    jobs, qd = int(wl.get("numjobs", 1)), int(wl.get("iodepth", 1))
+def outstanding(plan: TestPlan) -> str:
+    jobs, qd = plan.workload.numjobs, plan.workload.iodepth
     return f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd} ({jobs * qd} outstanding I/Os)"
 
 
-def purge_text(plan: Mapping[str, Any], purge: Mapping[str, Any] | None) -> str:
-    if not plan.get("purge"):
+def purge_text(plan: TestPlan, purge: Purge | None) -> str:
+    if not plan.purge:
         return "none (not part of this test's plan)"
     if purge is None:
         return "planned, but no purge was recorded (the test stopped before it)"
-    method = str(purge.get("method", "unknown"))
-    compliant = "PTS-compliant" if purge.get("pts_compliant") else "NOT a PTS-compliant purge"
-    return f"{method} ({compliant}), {fmt.duration(num(purge.get('seconds')))}"
+    method = purge.method or "unknown"
+    compliant = "PTS-compliant" if purge.pts_compliant else "NOT a PTS-compliant purge"
+    return f"{method} ({compliant}), {fmt.duration(purge.seconds)}"
 
 
-def precondition_text(plan: Mapping[str, Any], pre: Mapping[str, Any] | None) -> str:
-    planned = as_dict(plan.get("precondition"))
+def precondition_text(plan: TestPlan, pre: Precondition | None) -> str:
+    planned = plan.precondition
     if not planned:
-        if plan.get("kind") == "saturation":
+        if plan.kind == "saturation":
             return "none: write saturation starts from the purged drive, as PTS prescribes"
         return "none (not part of this test's plan)"
     if pre is None:
         return (
-            f"planned ({fmt.gb(num(planned.get('total_bytes')))}), but not recorded "
+            f"planned ({fmt.gb(planned.total_bytes)}), but not recorded "
             "(the test stopped before it)"
         )
-    active = num(plan.get("active_bytes"))
-    written = num(pre.get("written_bytes"))
-    jobs, qd = int(pre.get("numjobs", 1)), int(pre.get("iodepth", 1))
+    active = plan.active_bytes
+    written = pre.written_bytes
+    jobs, qd = pre.numjobs, pre.iodepth
     times = f" = {written / active:.2f}× the ActiveRange" if active else ""
     return (
-        f"{fmt.gb(written)} of {format_size(int(pre.get('bs', 0)))} sequential writes{times}, "
+        f"{fmt.gb(written)} of {format_size(pre.bs)} sequential writes{times}, "
         f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd}, "
-        f"in {fmt.duration(num(pre.get('seconds')))}"
+        f"in {fmt.duration(pre.seconds)}"
     )
 
 
-def stop_rule(plan: Mapping[str, Any], capacity: int) -> str:
-    kind = plan.get("kind")
-    lim = as_dict(plan.get("rounds"))
+def stop_rule(plan: TestPlan, capacity: int) -> str:
+    kind = plan.kind
+    lim = plan.rounds
     if kind == "steady":
         return (
-            f"steady state of every tracking variable over a window of {lim.get('window', 5)} "
-            f"rounds (data excursion ≤ {fmt.limit(num(lim.get('max_excursion'), 0.2))} "
-            f"and slope excursion ≤ {fmt.limit(num(lim.get('max_slope_excursion'), 0.1))} "
-            f"of the window mean), or at most {lim.get('max', '?')} rounds"
+            f"steady state of every tracking variable over a window of {lim.window} "
+            f"rounds (data excursion ≤ {fmt.limit(lim.max_excursion)} "
+            f"and slope excursion ≤ {fmt.limit(lim.max_slope_excursion)} "
+            f"of the window mean), or at most {lim.max} rounds"
         )
     if kind == "saturation":
-        mult = num(plan.get("stop_written_multiple"), 0.0)
+        mult = plan.stop_written_multiple
         return (
             f"{mult:g}× the user capacity written ({fmt.gb(mult * capacity)}) or "
-            f"{fmt.duration(num(plan.get('max_duration')))}, whichever comes first"
+            f"{fmt.duration(plan.max_duration)}, whichever comes first"
         )
-    return f"{plan.get('repeat', 1)} repetition(s)"
+    return f"{plan.repeat} repetition(s)"
 
 
-def ioengine(plan: Mapping[str, Any], target_kind: str) -> str:
+def ioengine(plan: TestPlan) -> str:
     """The fio I/O engine the test ran with, and whether the profile left it to tkbench."""
-    engine = str(workload(plan).get("ioengine", "auto"))
-    used = ioengine_used(plan, target_kind)
-    return f"{used} (auto)" if engine == "auto" and used != "auto" else used
+    used = plan.ioengine_used
+    return f"{used} (auto)" if plan.workload.ioengine == "auto" and used != "auto" else used
 
 
-def parameters(t: TestData, capacity: int, target_kind: str = "") -> tuple[Row, ...]:
+def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
-    wl = workload(plan)
-    pts = plan_points(plan)
-    runtimes = sorted({num(p.get("runtime")) for p in pts})
-    round_s = math.fsum(num(p.get("runtime")) for p in pts)
-    pattern = str(pts[0].get("pattern", "?")) if pts else "?"
+    wl = plan.workload
+    pts = plan.points
+    runtimes = sorted({p.runtime for p in pts})
+    round_s = math.fsum(p.runtime for p in pts)
+    pattern = pts[0].pattern if pts else "?"
     rows = [
         Row("Access pattern", pattern),
-        Row("Block sizes", ", ".join(format_size(b) for b in block_sizes(plan))),
-        Row("R/W mixes (% read / % write)", ", ".join(mix_label(m) for m in mixes(plan))),
+        Row("Block sizes", ", ".join(format_size(b) for b in plan.block_sizes)),
+        Row("R/W mixes (% read / % write)", ", ".join(mix_label(m) for m in plan.mixes)),
         Row(
             "Workload points per round",
             f"{len(pts)}, back to back, "
@@ -113,36 +102,30 @@ def parameters(t: TestData, capacity: int, target_kind: str = "") -> tuple[Row, 
         Row("Outstanding I/O", outstanding(plan)),
         Row(
             "ActiveRange",
-            f"{num(plan.get('active_range'), 100):g} % of the user capacity "
-            f"({fmt.gb(num(plan.get('active_bytes')))})",
+            f"{plan.active_range:g} % of the user capacity ({fmt.gb(plan.active_bytes)})",
         ),
-        Row("Data pattern", str(wl.get("data_pattern", "?"))),
+        Row("Data pattern", wl.data_pattern),
         Row(
             "I/O",
-            f"{'direct (O_DIRECT)' if wl.get('direct', True) else 'buffered'}, "
-            f"ioengine {ioengine(plan, target_kind)}",
+            f"{'direct (O_DIRECT)' if wl.direct else 'buffered'}, ioengine {ioengine(plan)}",
         ),
         Row("Purge", purge_text(plan, t.purge)),
         Row("Preconditioning", precondition_text(plan, t.precondition)),
         Row("Stop rule", stop_rule(plan, capacity)),
     ]
-    if plan.get("tracking"):
+    if plan.tracking:
         rows.append(
             Row(
                 "Tracking variables",
                 ", ".join(f"{x.label} ({x.unit})" for x in tracking_of(plan)),
             )
         )
-    if plan.get("percentiles"):
+    if plan.percentiles:
         rows.append(
             Row(
                 "Latency percentiles recorded",
-                ", ".join(f"{float(p):g} %" for p in plan["percentiles"])
-                + (
-                    " and response-time histograms (fio json+ bins)"
-                    if plan.get("histogram")
-                    else ""
-                ),
+                ", ".join(f"{p:g} %" for p in plan.percentiles)
+                + (" and response-time histograms (fio json+ bins)" if plan.histogram else ""),
             )
         )
     return tuple(rows)
@@ -152,8 +135,8 @@ def saturation_stop(t: TestData, capacity: int) -> str:
     """Which limit ended a write-saturation test."""
     if t.result is None or not t.rounds or not capacity:
         return ""
-    written = num(t.rounds[-1].get("total_written_bytes"))
-    mult = num(t.plan.get("stop_written_multiple"))
+    written = t.rounds[-1].total_written_bytes
+    mult = t.plan.stop_written_multiple
     if mult and written >= mult * capacity:
         return f" It stopped when {mult:g}× the user capacity had been written."
     return " It stopped at its time limit."
@@ -163,7 +146,7 @@ def outcome(t: TestData, capacity: int = 0) -> str:
     if not t.rounds:
         return "No round was completed."
     first, last = t.rounds[0], t.rounds[-1]
-    start, end = num(first.get("started")), num(last.get("ended"))
+    start, end = first.started, last.ended
     n = len(t.rounds)
     text = (
         f"{n} round{'s' if n != 1 else ''} ran from {fmt.when(start)} to {fmt.when(end)} "
@@ -174,10 +157,10 @@ def outcome(t: TestData, capacity: int = 0) -> str:
         seg = last_segment(t.rounds)
         text += (
             " The run was resumed after a pause: rounds "
-            f"{fmt.rounds([int(r['round']) for r in seg])} form segment {segments[-1]}, "
+            f"{fmt.rounds([r.round for r in seg])} form segment {segments[-1]}, "
             "begun after fresh preconditioning; the measurement window lies in that segment."
         )
-    if t.plan.get("kind") == "saturation":
+    if t.plan.kind == "saturation":
         text += saturation_stop(t, capacity)
     return text
 

@@ -1,0 +1,51 @@
+"""The run directory's records: one frozen dataclass per file, which owns its JSON.
+
+Every record file of a run directory is read through its class here (``load``:
+refuse a newer format, upgrade an older one, check every field) and written from
+it (``to_json``); nothing else builds or parses one.  The classes' fields are the
+formats; docs/run-directory.md says what they mean, each class's docstring keeps
+its format history.
+"""
+
+from .base import Context, Record
+from .round import Direction, FioCall, PlannedPoint, PointResult, Round
+from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
+from .test import (
+    Failure,
+    Limits,
+    Precondition,
+    PreconditionPlan,
+    Purge,
+    Result,
+    TestPlan,
+    VerdictRecord,
+    Workload,
+)
+
+__all__ = [
+    "KIND",
+    "SCHEMA",
+    "CheckItem",
+    "Checks",
+    "Context",
+    "Direction",
+    "Failure",
+    "FioCall",
+    "Host",
+    "Limits",
+    "Manifest",
+    "PlannedPoint",
+    "PointResult",
+    "Precondition",
+    "PreconditionPlan",
+    "ProfileRef",
+    "Purge",
+    "Record",
+    "Result",
+    "Resume",
+    "Round",
+    "TargetRecord",
+    "TestPlan",
+    "VerdictRecord",
+    "Workload",
+]

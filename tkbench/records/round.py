@@ -1,0 +1,116 @@
+"""A round's record (``tests/<test>/rounds/NNNN.json``) and its parts.
+
+Units: bytes, bytes/s, IOPS, nanoseconds (people see MB/s and ms: :mod:`tkbench.vocab`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Context, Record
+
+NUMERIC_KEYS = {"numeric_keys": True}
+
+
+@dataclass(frozen=True)
+class FioCall:
+    """One fio process: the exact command, how it ended, how long it took."""
+
+    argv: tuple[str, ...] = ()
+    returncode: int | None = None  # None: fio did not end by itself (timeout)
+    seconds: float = 0.0
+    started: float = 0.0  # epoch seconds
+    stderr: str = ""
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Reads or writes of one point in one round, as fio measured them."""
+
+    io_bytes: float = 0.0
+    total_ios: float | None = None  # fio 2.x does not say
+    iops: float = 0.0
+    bw_bytes: float = 0.0
+    runtime_ms: float = 0.0
+    lat_mean_ns: float = 0.0
+    lat_min_ns: float = 0.0
+    lat_max_ns: float = 0.0
+    lat_stddev_ns: float = 0.0
+    clat_mean_ns: float = 0.0
+    percentiles_of: str = "clat"  # "lat" (submission + completion) when fio reported it
+    # percentile ("99.99") -> ns
+    percentiles_ns: Mapping[str, float] = field(default_factory=dict, metadata=NUMERIC_KEYS)
+    # histogram tests: bin (ns, as a string) -> I/Os (fio's json+ bins)
+    bins_ns: Mapping[str, float] | None = field(default=None, metadata=NUMERIC_KEYS)
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    """One workload point as planned: block size, mix, load, duration."""
+
+    bs: int
+    read_pct: int
+    index: int = 0
+    label: str = ""  # "4k 65/35"
+    job: str = ""  # its fio job section
+    pattern: str = "random"
+    rw: str = ""  # fio's rw
+    numjobs: int = 1
+    iodepth: int = 1
+    runtime: float = 0.0  # seconds
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.bs, self.read_pct)
+
+
+@dataclass(frozen=True)
+class PointResult(PlannedPoint):
+    """One workload point of one round: the point as planned, and what it measured."""
+
+    fio_job: str = ""
+    error: int = 0
+    iops: float = 0.0
+    bw_bytes: float = 0.0
+    lat_mean_ns: float = 0.0
+    lat_max_ns: float = 0.0
+    read: Direction = field(default_factory=Direction)
+    write: Direction = field(default_factory=Direction)
+
+
+@dataclass(frozen=True)
+class Round(Record):
+    """One round: every point of the test's matrix once, in one fio run.
+
+    Format history: 1 (no ``schema`` field) — ``segment`` could be missing (a run
+    before resumes kept segments: segment 1); 2 — ``schema`` written, ``segment``
+    always present."""
+
+    VERSION = 2
+
+    round: int
+    points: tuple[PointResult, ...]
+    tracking: Mapping[str, float]  # tracking variable label -> its value this round
+    test: str = ""
+    segment: int = 1
+    started: float = 0.0
+    ended: float = 0.0
+    fio: FioCall = field(default_factory=FioCall)
+    written_bytes: float = 0.0
+    total_written_bytes: float = 0.0
+
+    def point(self, bs: int, read_pct: int) -> PointResult:
+        for p in self.points:
+            if p.bs == bs and p.read_pct == read_pct:
+                return p
+        raise KeyError(f"no point {bs} {read_pct}")
+
+
+def _round_v1(data: dict[str, Any], context: Context) -> dict[str, Any]:
+    data.setdefault("segment", 1)
+    return data
+
+
+Round.UPGRADES = {1: _round_v1}
