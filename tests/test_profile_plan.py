@@ -39,6 +39,9 @@ def test_pts_e_matrix_and_defaults() -> None:
     lat = p.test("latency")
     assert (lat.workload.numjobs, lat.workload.iodepth) == (1, 1)
     assert lat.percentiles == (99.0, 99.9, 99.99, 99.999)
+    # PTS 2.0.x throughput: one sequential stream at T1 Q32
+    tp = p.test("throughput")
+    assert (tp.workload.numjobs, tp.workload.iodepth) == (1, 32)
     wsat = p.test("wsat")
     assert wsat.kind == "saturation" and wsat.stop_written_multiple == 4.0
     assert wsat.max_duration == 86400.0
@@ -50,8 +53,10 @@ def test_pts_c_extends_pts_e() -> None:
     assert (p.workload.numjobs, p.workload.iodepth) == (2, 16)
     # inherited test, with the client load resolved into it
     assert p.test("iops").workload.numjobs == 2
-    # the latency test keeps its own 1 x 1
+    # the latency test keeps its own 1 x 1, the throughput test its single stream
     assert p.test("latency").workload.iodepth == 1
+    tp = p.test("throughput")
+    assert (tp.workload.numjobs, tp.workload.iodepth) == (1, 32)
 
 
 def test_set_overrides() -> None:
@@ -159,6 +164,7 @@ def test_plan_pts_e_on_a_512_device() -> None:
     assert iops.precondition.bs == 128 * 1024
     tp = pl.tests[1]
     assert [pt.bs for pt in tp.points] == [1024 * 1024, 1024 * 1024]
+    assert {(pt.numjobs, pt.iodepth) for pt in tp.points} == {(1, 32)}
     assert [t.label for t in tp.tracking] == ["bw 1024k 0/100"]
     assert tp.precondition is not None and tp.precondition.bs == 1024 * 1024
     lo, hi = pl.estimate()
@@ -238,7 +244,8 @@ def test_round_jobfile_sections_and_handoff() -> None:
 
 
 def test_sequential_points_give_each_job_a_slice() -> None:
-    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    p = profile.load("pts-e", ["tests.throughput.workload.numjobs=4"])
+    pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     tp = pl.tests[1]
     text = jobfile.render_round(tp.points, {"filename": "/d"}, active_bytes=tp.active_bytes)
     cp = _parse_jobfile(text)
