@@ -251,7 +251,69 @@ def test_sequential_points_give_each_job_a_slice() -> None:
     cp = _parse_jobfile(text)
     sec = cp[tp.points[0].job_name]
     assert int(sec["size"]) * 4 == tp.active_bytes
-    assert sec["offset_increment"] == sec["size"]
+    assert sec["offset_increment"] == sec["size"] and sec["offset"] == "0"
+
+
+def _seq_round(moved: dict[tuple[int, int], tuple[int, int]]) -> dict[str, object]:
+    """A round record with the (read, write) bytes each point (bs, read %) moved."""
+    return {
+        "points": [
+            {"bs": bs, "read_pct": rp, "read": {"io_bytes": r}, "write": {"io_bytes": w}}
+            for (bs, rp), (r, w) in moved.items()
+        ]
+    }
+
+
+def test_sequential_streams_start_where_the_stored_rounds_left_them() -> None:
+    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    tp = pl.tests[1]  # throughput-1024k: 1024k 100/0 (read), 1024k 0/100 (write)
+    read, write = (pt.job_name for pt in tp.points)
+    a = tp.active_bytes
+    assert jobfile.stream_starts(tp.points, [], a) == {read: 0, write: 0}
+    r1 = _seq_round({(MiB, 100): (10 * MiB, 0), (MiB, 0): (0, 7 * MiB + 4096)})
+    # block-aligned; each point's stream is its own
+    assert jobfile.stream_starts(tp.points, [r1], a) == {read: 10 * MiB, write: 7 * MiB}
+    r2 = _seq_round({(MiB, 100): (a - 4 * MiB, 0), (MiB, 0): (0, 3 * MiB)})
+    starts = jobfile.stream_starts(tp.points, [r1, r2], a)
+    # the read stream passed the end of the ActiveRange: it wraps to its start
+    assert starts == {read: 6 * MiB, write: 10 * MiB}
+    cp = _parse_jobfile(jobfile.round_jobfile(tp, {"filename": "/d"}, None, starts))
+    for pt in tp.points:
+        sec = cp[pt.job_name]
+        # the stream starts there and never runs past the end of the ActiveRange
+        assert int(sec["offset"]) == starts[pt.job_name]
+        assert int(sec["offset"]) + int(sec["size"]) == a
+    # random points are placed by fio alone
+    iops = pl.tests[0]
+    assert jobfile.stream_starts(iops.points, [r1, r2], iops.active_bytes) == {}
+    assert "offset" not in _parse_jobfile(jobfile.round_jobfile(iops, {}, None))["p000_1024k_100-0"]
+
+
+def test_sequential_streams_of_mixed_points_and_several_jobs() -> None:
+    p = profile.load(
+        "pts-e",
+        [
+            'tests.throughput.mixes=["65/35"]',
+            'tests.throughput.tracking=["bw 1024k 65/35"]',
+            "tests.throughput.workload.numjobs=4",
+        ],
+    )
+    pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
+    tp = pl.tests[1]
+    (pt,) = tp.points
+    region = tp.active_bytes // 4
+    # reads and writes each walk from the job's offset: the farther one counts; each
+    # of the 4 jobs moved its share, within its own slice
+    r1 = _seq_round({(MiB, 65): (40 * MiB, 20 * MiB)})
+    assert jobfile.stream_starts(tp.points, [r1], tp.active_bytes) == {pt.job_name: 10 * MiB}
+    r2 = _seq_round({(MiB, 65): (4 * region, 0)})
+    assert jobfile.stream_starts(tp.points, [r1, r2], tp.active_bytes) == {pt.job_name: 10 * MiB}
+    cp = _parse_jobfile(
+        jobfile.round_jobfile(tp, {}, None, jobfile.stream_starts(tp.points, [r1], tp.active_bytes))
+    )
+    sec = cp[pt.job_name]
+    assert (int(sec["offset"]), int(sec["size"])) == (10 * MiB, region - 10 * MiB)
+    assert int(sec["offset_increment"]) == region
 
 
 def test_precondition_jobfile_covers_twice_the_range_in_slices() -> None:

@@ -50,7 +50,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if t.precondition:
                 print(f"\n### {t.name}: preconditioning job file")
                 print(jobfile.precondition_jobfile(t, opts), end="")
-            print(f"\n### {t.name}: job file of every round")
+            which = (
+                "the first round (later rounds: each sequential point starts where it stopped)"
+                if any(pt.pattern == "sequential" for pt in t.points)
+                else "every round"
+            )
+            print(f"\n### {t.name}: job file of {which}")
             print(jobfile.round_jobfile(t, opts, handoff), end="")
     return 0
 
