@@ -194,6 +194,40 @@ def test_pts_c_active_range() -> None:
     assert pl.tests[0].active_bytes == 75 * GiB
 
 
+def test_pts_c_preconditioning_writes_twice_the_user_capacity_within_the_range() -> None:
+    # PTS: "Write 2X User Capacity with 128KiB SEQ writes, writing to the entire
+    # ActiveRange": 2 x 100 GiB of bytes, all of them inside the 75 GiB ActiveRange
+    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
+    iops = pl.tests[0]
+    pre = iops.precondition
+    assert pre is not None and (pre.bs, pre.numjobs) == (128 * 1024, 2)
+    assert pre.total_bytes == 200 * GiB
+    assert iops.active_bytes == 75 * GiB
+    tp = next(t for t in pl.tests if t.name == "throughput-1024k")
+    assert tp.precondition is not None and tp.precondition.total_bytes == 200 * GiB
+    text = plan.describe(pl)
+    assert "200.00 GiB of 128k sequential writes (2x the user capacity) within the" in text
+    cp = _parse_jobfile(jobfile.precondition_jobfile(iops, {"filename": "/dev/x"}))
+    job = cp["precondition"]
+    assert int(job["io_size"]) * int(job["numjobs"]) == pre.total_bytes
+    # each job wraps within its own slice: the slices end at the ActiveRange's end
+    assert int(job["size"]) * int(job["numjobs"]) == iops.active_bytes
+    assert int(job["offset_increment"]) == int(job["size"])
+    assert cp["global"]["offset"] == "0"
+
+
+def test_preconditioning_bytes_are_whole_blocks_of_every_job_and_never_short() -> None:
+    odd = 64 * MiB + 512  # a capacity that is no multiple of the block size
+    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/t", "file", odd, 512))
+    pre = pl.tests[0].precondition
+    assert pre is not None
+    unit = pre.bs * pre.numjobs
+    assert pre.total_bytes % unit == 0
+    assert 2 * odd <= pre.total_bytes < 2 * odd + unit
+    assert plan.precondition_bytes(odd, 0.5, 4096) == 32 * MiB + 4096
+    assert plan.precondition_bytes(100, 2.0, 4096) == 4096
+
+
 def test_describe_shows_points_and_estimate() -> None:
     pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
     text = plan.describe(pl)

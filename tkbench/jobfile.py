@@ -287,12 +287,14 @@ def render_precondition(
     data_pattern: str = "random",
     direct: bool = True,
 ) -> str:
-    """Sequential writes of ``pre.total_bytes``; each job covers its own slice."""
+    """Sequential writes of ``pre.total_bytes`` confined to the ActiveRange: each job
+    writes its share within its own slice (``size``), wrapping at the slice's end as
+    often as its share needs (``io_size`` larger than ``size``)."""
     g = global_options(
         target_options, active_bytes=active_bytes, data_pattern=data_pattern, direct=direct
     )
     slice_bytes = _slice(active_bytes, pre.numjobs, pre.bs)
-    per_job = int(pre.total_bytes / pre.numjobs)
+    per_job = pre.total_bytes // pre.numjobs
     per_job -= per_job % pre.bs
     job: dict[str, object] = {
         "rw": "write",

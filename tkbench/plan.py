@@ -55,7 +55,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Precondition:
-    """Workload-independent preconditioning: sequential writes over the ActiveRange."""
+    """Workload-independent preconditioning: ``total_bytes`` (a multiple of the *user
+    capacity*) of sequential writes confined to, and wrapping within, the ActiveRange."""
 
     total_bytes: int
     bs: int
@@ -178,6 +179,15 @@ def active_range_bytes(capacity: int, percent: float, align: int) -> int:
     return raw - raw % align
 
 
+def precondition_bytes(capacity: int, multiple: float, unit: int) -> int:
+    """Bytes of workload-independent preconditioning: ``multiple`` times the user
+    capacity (PTS: "Write 2X User Capacity ... writing to the entire ActiveRange"),
+    rounded up to whole ``unit`` (block size x jobs, so every job writes the same
+    whole number of blocks)."""
+    want = math.ceil(capacity * multiple)
+    return -(-want // unit) * unit
+
+
 def build(profile: Profile, target: TargetInfo) -> Plan:
     """Expand a profile for a target into the exact plan."""
     if target.capacity <= 0:
@@ -244,7 +254,11 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                 elif pbs == 0:
                     pbs = group[0]
                 pre = Precondition(
-                    total_bytes=int(active * profile.precondition.capacity_multiple),
+                    total_bytes=precondition_bytes(
+                        target.capacity,
+                        profile.precondition.capacity_multiple,
+                        pbs * spec.workload.numjobs,
+                    ),
                     bs=pbs,
                     numjobs=spec.workload.numjobs,
                     iodepth=spec.workload.iodepth,
@@ -290,10 +304,15 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         lines.append(f"  purge     {'yes' if t.purge else 'no'}")
         if t.precondition:
             pc = t.precondition
+            how = (
+                "one job wrapping at its end"
+                if pc.numjobs == 1
+                else f"{pc.numjobs} jobs, each wrapping within its own slice of it"
+            )
             lines.append(
                 f"  precond.  {human_bytes(pc.total_bytes)} of {format_size(pc.bs)} sequential "
-                f"writes ({p.precondition.capacity_multiple:g}x ActiveRange), each of "
-                f"{pc.numjobs} job(s) on its own slice"
+                f"writes ({p.precondition.capacity_multiple:g}x the user capacity) within the "
+                f"ActiveRange, {how}"
             )
         else:
             lines.append("  precond.  none")
