@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +303,37 @@ def test_verification_criteria_cover_both_ways_of_failing() -> None:
         )
     ]
     assert verdicts == [(True, True), (False, True), (True, False), (False, False)]
+
+
+# --------------------------------------------------------------------------- percentiles in words
+
+# "arithmetic mean(s)", "mean(s) of", "average(d/s)", "averaging", unless "never"/"not" precede
+_AVERAGED = re.compile(
+    r"(?<!never )(?<!not )\b(arithmetic means?|means? of|averag(e|ed|es|ing))\b", re.IGNORECASE
+)
+
+
+def _percentile_sentences(text: str) -> list[str]:
+    plain = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text))
+    return [s for s in re.split(r"(?<=[.;:])\s", plain) if "percentile" in s.lower()]
+
+
+def test_the_methods_chapter_says_percentiles_are_pooled_not_averaged() -> None:
+    rep, _ = _determination([5000.0, 1000.0, 1050.0, 980.0])
+    html = render.build_document(rep).html
+    methods = html[html.index('<section class="chapter" id="methods">') :]
+    methods = methods[: methods.index("</section>")]
+    said = _percentile_sentences(methods)
+    # what window.pooled_percentiles does: merged histograms, else the largest value
+    assert any("never averaged" in s for s in said), said
+    assert any("histograms are added up" in s for s in said), said
+    assert "largest of the per-round values is shown, an upper bound" in " ".join(methods.split())
+    for sentence in said:
+        assert not _AVERAGED.search(sentence), sentence
+    # and docs/report.md, which tells the same to readers of the documentation
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for sentence in _percentile_sentences(doc):
+        assert not _AVERAGED.search(sentence), sentence
 
 
 # --------------------------------------------------------------------------- status and text
