@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import configparser
+import json
 from pathlib import Path
 
 import pytest
 
-from tkbench import jobfile, plan, profile
+from tkbench import cli, jobfile, plan, profile
 from tkbench.errors import InputError, ProfileError
 
 MiB = 1024 * 1024
@@ -411,3 +412,46 @@ def test_precondition_time_limit_becomes_a_fio_runtime() -> None:
     pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     cp = _parse_jobfile(jobfile.precondition_jobfile(pl.tests[0], {"filename": "/d"}))
     assert cp["precondition"]["runtime"] == "7200000ms"
+
+
+def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "t.img"
+    argv = ["plan", "--json", "--profile", "pts-c", "--target", str(target), "--size", "1G"]
+    assert cli.main([*argv, "--assume-mbps", "500"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert not target.exists()  # planning touches nothing
+    want = plan.build(profile.load("pts-c"), plan.TargetInfo(str(target), "file", GiB))
+    assert data["profile"]["name"] == "pts-c"
+    assert data["target"] == {
+        "spec": str(target),
+        "kind": "file",
+        "capacity_bytes": GiB,
+        "logical_sector": 512,
+    }
+    assert [t["name"] for t in data["tests"]] == [t.name for t in want.tests]
+    for got, t in zip(data["tests"], want.tests, strict=True):
+        assert got["phases"] == (
+            ["purge", "precondition", "rounds"] if t.precondition else ["purge", "rounds"]
+        )
+        assert [
+            (p["rw"], p["bs"], p["read_pct"], p["numjobs"], p["iodepth"], p["runtime"])
+            for p in got["points"]
+        ] == [(p.rw, p.bs, p.mix.read, p.numjobs, p.iodepth, p.runtime) for p in t.points]
+        if t.precondition:
+            assert got["precondition"]["total_bytes"] == t.precondition.total_bytes == 2 * GiB
+            assert got["precondition"]["bs"] == t.precondition.bs
+        assert (got["min_rounds"], got["max_rounds"]) == (t.min_rounds, t.max_rounds)
+        assert got["round_seconds"] == t.round_seconds
+        jobs = got["jobfiles"]
+        assert (jobs["precondition"] is None) == (t.precondition is None)
+        assert _parse_jobfile(jobs["first_round"]).sections()[1:] == [p.job_name for p in t.points]
+    lo, hi = want.estimate(500e6)
+    assert data["estimate"] == {
+        "min_seconds": lo,
+        "max_seconds": hi,
+        "precondition_bytes_per_second": 500e6,
+    }
+    assert cli.main([*argv, "--no-jobs"]) == 0
+    lean = json.loads(capsys.readouterr().out)
+    assert all("jobfiles" not in t for t in lean["tests"])
+    assert lean["estimate"]["min_seconds"] < lo  # preconditioning assumed at 1000 MB/s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .units import format_duration, format_size, human_bytes
@@ -353,7 +354,7 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
     return "\n".join(lines)
 
 
-def _acceptance_lines(ac: Acceptance) -> list[str]:
+def _acceptance_checks(ac: Acceptance) -> list[str]:
     """The PASS/FAIL checks the run will apply (exit 1 when one fails)."""
     checks = [c.label for c in ac.criteria]
     if ac.steady_state:
@@ -362,6 +363,57 @@ def _acceptance_lines(ac: Acceptance) -> list[str]:
         checks.append(
             f"no headline number {ac.regression_threshold:g} % worse than the baseline run"
         )
+    return checks
+
+
+def _acceptance_lines(ac: Acceptance) -> list[str]:
+    checks = _acceptance_checks(ac)
     if not checks:
         return []
     return ["", "Acceptance (the run exits 1 when one fails):", *(f"  {c}" for c in checks)]
+
+
+def to_json(plan: Plan, precondition_rate: float = 1e9) -> dict[str, Any]:
+    """The whole plan as plain data, as ``tkbench plan --json`` prints it (for scripts):
+    what :func:`describe` tells people, with every number exact (bytes, seconds)."""
+    p = plan.profile
+    tests: list[dict[str, Any]] = []
+    for t in plan.tests:
+        phases = [
+            name
+            for name, present in (
+                ("purge", t.purge),
+                ("precondition", t.precondition is not None),
+                ("rounds", True),
+            )
+            if present
+        ]
+        tests.append(
+            {
+                **t.to_dict(),
+                "phases": phases,
+                "round_seconds": t.round_seconds,
+                "min_rounds": t.min_rounds,
+                "max_rounds": t.max_rounds,
+            }
+        )
+    lo, hi = plan.estimate(precondition_rate)
+    return {
+        "profile": {"name": p.name, "description": p.description, "source": p.source},
+        "target": {
+            "spec": plan.target.spec,
+            "kind": plan.target.kind,
+            "capacity_bytes": plan.target.capacity,
+            "logical_sector": plan.target.logical_sector,
+        },
+        "purge": {"method": p.purge.method, "allow_fallback": p.purge.allow_fallback},
+        "active_bytes": plan.active_bytes,
+        "tests": tests,
+        "notes": list(plan.notes),
+        "acceptance": _acceptance_checks(p.acceptance),
+        "estimate": {
+            "min_seconds": lo,
+            "max_seconds": hi,
+            "precondition_bytes_per_second": precondition_rate,
+        },
+    }
