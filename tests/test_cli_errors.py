@@ -51,6 +51,13 @@ CASES: list[tuple[str, list[str], Callable[[Path], None]]] = [
     ("unknown option", ["run", "--bogus"], _setup_none),
     ("run without target", ["run", "--yes"], _setup_none),
     ("plan without target", ["plan"], _setup_none),
+    ("plan --json without target", ["plan", "--json"], _setup_none),
+    (
+        "plan --json, bad --set",
+        ["plan", "--json", "--target", "{tmp}/t.img", "--size", "16M", "--set", "rounds.max=x"],
+        _setup_none,
+    ),
+    ("plan --json twice", ["plan", "--json", "--json", "--target", "{tmp}/t.img"], _setup_none),
     ("unknown profile", [*RUN, "--profile", "no-such-profile"], _setup_none),
     ("missing profile file", [*RUN, "--profile", "{tmp}/nope.toml"], _setup_none),
     ("profile syntax error", [*RUN, "--profile", "{tmp}/p.toml"], _write("p.toml", "[x\n")),

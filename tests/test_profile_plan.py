@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import configparser
+import json
 from pathlib import Path
 
 import pytest
 
-from tkbench import jobfile, plan, profile
+from tkbench import cli, jobfile, plan, profile
 from tkbench.errors import InputError, ProfileError
 
 MiB = 1024 * 1024
@@ -39,6 +40,9 @@ def test_pts_e_matrix_and_defaults() -> None:
     lat = p.test("latency")
     assert (lat.workload.numjobs, lat.workload.iodepth) == (1, 1)
     assert lat.percentiles == (99.0, 99.9, 99.99, 99.999)
+    # PTS 2.0.x throughput: one sequential stream at T1 Q32
+    tp = p.test("throughput")
+    assert (tp.workload.numjobs, tp.workload.iodepth) == (1, 32)
     wsat = p.test("wsat")
     assert wsat.kind == "saturation" and wsat.stop_written_multiple == 4.0
     assert wsat.max_duration == 86400.0
@@ -50,8 +54,10 @@ def test_pts_c_extends_pts_e() -> None:
     assert (p.workload.numjobs, p.workload.iodepth) == (2, 16)
     # inherited test, with the client load resolved into it
     assert p.test("iops").workload.numjobs == 2
-    # the latency test keeps its own 1 x 1
+    # the latency test keeps its own 1 x 1, the throughput test its single stream
     assert p.test("latency").workload.iodepth == 1
+    tp = p.test("throughput")
+    assert (tp.workload.numjobs, tp.workload.iodepth) == (1, 32)
 
 
 def test_set_overrides() -> None:
@@ -159,6 +165,7 @@ def test_plan_pts_e_on_a_512_device() -> None:
     assert iops.precondition.bs == 128 * 1024
     tp = pl.tests[1]
     assert [pt.bs for pt in tp.points] == [1024 * 1024, 1024 * 1024]
+    assert {(pt.numjobs, pt.iodepth) for pt in tp.points} == {(1, 32)}
     assert [t.label for t in tp.tracking] == ["bw 1024k 0/100"]
     assert tp.precondition is not None and tp.precondition.bs == 1024 * 1024
     lo, hi = pl.estimate()
@@ -186,6 +193,40 @@ def test_plan_4kn_drops_512_but_keeps_tracking() -> None:
 def test_pts_c_active_range() -> None:
     pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
     assert pl.tests[0].active_bytes == 75 * GiB
+
+
+def test_pts_c_preconditioning_writes_twice_the_user_capacity_within_the_range() -> None:
+    # PTS: "Write 2X User Capacity with 128KiB SEQ writes, writing to the entire
+    # ActiveRange": 2 x 100 GiB of bytes, all of them inside the 75 GiB ActiveRange
+    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
+    iops = pl.tests[0]
+    pre = iops.precondition
+    assert pre is not None and (pre.bs, pre.numjobs) == (128 * 1024, 2)
+    assert pre.total_bytes == 200 * GiB
+    assert iops.active_bytes == 75 * GiB
+    tp = next(t for t in pl.tests if t.name == "throughput-1024k")
+    assert tp.precondition is not None and tp.precondition.total_bytes == 200 * GiB
+    text = plan.describe(pl)
+    assert "200.00 GiB of 128k sequential writes (2x the user capacity) within the" in text
+    cp = _parse_jobfile(jobfile.precondition_jobfile(iops, {"filename": "/dev/x"}))
+    job = cp["precondition"]
+    assert int(job["io_size"]) * int(job["numjobs"]) == pre.total_bytes
+    # each job wraps within its own slice: the slices end at the ActiveRange's end
+    assert int(job["size"]) * int(job["numjobs"]) == iops.active_bytes
+    assert int(job["offset_increment"]) == int(job["size"])
+    assert cp["global"]["offset"] == "0"
+
+
+def test_preconditioning_bytes_are_whole_blocks_of_every_job_and_never_short() -> None:
+    odd = 64 * MiB + 512  # a capacity that is no multiple of the block size
+    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/t", "file", odd, 512))
+    pre = pl.tests[0].precondition
+    assert pre is not None
+    unit = pre.bs * pre.numjobs
+    assert pre.total_bytes % unit == 0
+    assert 2 * odd <= pre.total_bytes < 2 * odd + unit
+    assert plan.precondition_bytes(odd, 0.5, 4096) == 32 * MiB + 4096
+    assert plan.precondition_bytes(100, 2.0, 4096) == 4096
 
 
 def test_describe_shows_points_and_estimate() -> None:
@@ -238,13 +279,76 @@ def test_round_jobfile_sections_and_handoff() -> None:
 
 
 def test_sequential_points_give_each_job_a_slice() -> None:
-    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    p = profile.load("pts-e", ["tests.throughput.workload.numjobs=4"])
+    pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     tp = pl.tests[1]
     text = jobfile.render_round(tp.points, {"filename": "/d"}, active_bytes=tp.active_bytes)
     cp = _parse_jobfile(text)
     sec = cp[tp.points[0].job_name]
     assert int(sec["size"]) * 4 == tp.active_bytes
-    assert sec["offset_increment"] == sec["size"]
+    assert sec["offset_increment"] == sec["size"] and sec["offset"] == "0"
+
+
+def _seq_round(moved: dict[tuple[int, int], tuple[int, int]]) -> dict[str, object]:
+    """A round record with the (read, write) bytes each point (bs, read %) moved."""
+    return {
+        "points": [
+            {"bs": bs, "read_pct": rp, "read": {"io_bytes": r}, "write": {"io_bytes": w}}
+            for (bs, rp), (r, w) in moved.items()
+        ]
+    }
+
+
+def test_sequential_streams_start_where_the_stored_rounds_left_them() -> None:
+    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    tp = pl.tests[1]  # throughput-1024k: 1024k 100/0 (read), 1024k 0/100 (write)
+    read, write = (pt.job_name for pt in tp.points)
+    a = tp.active_bytes
+    assert jobfile.stream_starts(tp.points, [], a) == {read: 0, write: 0}
+    r1 = _seq_round({(MiB, 100): (10 * MiB, 0), (MiB, 0): (0, 7 * MiB + 4096)})
+    # block-aligned; each point's stream is its own
+    assert jobfile.stream_starts(tp.points, [r1], a) == {read: 10 * MiB, write: 7 * MiB}
+    r2 = _seq_round({(MiB, 100): (a - 4 * MiB, 0), (MiB, 0): (0, 3 * MiB)})
+    starts = jobfile.stream_starts(tp.points, [r1, r2], a)
+    # the read stream passed the end of the ActiveRange: it wraps to its start
+    assert starts == {read: 6 * MiB, write: 10 * MiB}
+    cp = _parse_jobfile(jobfile.round_jobfile(tp, {"filename": "/d"}, None, starts))
+    for pt in tp.points:
+        sec = cp[pt.job_name]
+        # the stream starts there and never runs past the end of the ActiveRange
+        assert int(sec["offset"]) == starts[pt.job_name]
+        assert int(sec["offset"]) + int(sec["size"]) == a
+    # random points are placed by fio alone
+    iops = pl.tests[0]
+    assert jobfile.stream_starts(iops.points, [r1, r2], iops.active_bytes) == {}
+    assert "offset" not in _parse_jobfile(jobfile.round_jobfile(iops, {}, None))["p000_1024k_100-0"]
+
+
+def test_sequential_streams_of_mixed_points_and_several_jobs() -> None:
+    p = profile.load(
+        "pts-e",
+        [
+            'tests.throughput.mixes=["65/35"]',
+            'tests.throughput.tracking=["bw 1024k 65/35"]',
+            "tests.throughput.workload.numjobs=4",
+        ],
+    )
+    pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
+    tp = pl.tests[1]
+    (pt,) = tp.points
+    region = tp.active_bytes // 4
+    # reads and writes each walk from the job's offset: the farther one counts; each
+    # of the 4 jobs moved its share, within its own slice
+    r1 = _seq_round({(MiB, 65): (40 * MiB, 20 * MiB)})
+    assert jobfile.stream_starts(tp.points, [r1], tp.active_bytes) == {pt.job_name: 10 * MiB}
+    r2 = _seq_round({(MiB, 65): (4 * region, 0)})
+    assert jobfile.stream_starts(tp.points, [r1, r2], tp.active_bytes) == {pt.job_name: 10 * MiB}
+    cp = _parse_jobfile(
+        jobfile.round_jobfile(tp, {}, None, jobfile.stream_starts(tp.points, [r1], tp.active_bytes))
+    )
+    sec = cp[pt.job_name]
+    assert (int(sec["offset"]), int(sec["size"])) == (10 * MiB, region - 10 * MiB)
+    assert int(sec["offset_increment"]) == region
 
 
 def test_precondition_jobfile_covers_twice_the_range_in_slices() -> None:
@@ -308,3 +412,46 @@ def test_precondition_time_limit_becomes_a_fio_runtime() -> None:
     pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     cp = _parse_jobfile(jobfile.precondition_jobfile(pl.tests[0], {"filename": "/d"}))
     assert cp["precondition"]["runtime"] == "7200000ms"
+
+
+def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "t.img"
+    argv = ["plan", "--json", "--profile", "pts-c", "--target", str(target), "--size", "1G"]
+    assert cli.main([*argv, "--assume-mbps", "500"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert not target.exists()  # planning touches nothing
+    want = plan.build(profile.load("pts-c"), plan.TargetInfo(str(target), "file", GiB))
+    assert data["profile"]["name"] == "pts-c"
+    assert data["target"] == {
+        "spec": str(target),
+        "kind": "file",
+        "capacity_bytes": GiB,
+        "logical_sector": 512,
+    }
+    assert [t["name"] for t in data["tests"]] == [t.name for t in want.tests]
+    for got, t in zip(data["tests"], want.tests, strict=True):
+        assert got["phases"] == (
+            ["purge", "precondition", "rounds"] if t.precondition else ["purge", "rounds"]
+        )
+        assert [
+            (p["rw"], p["bs"], p["read_pct"], p["numjobs"], p["iodepth"], p["runtime"])
+            for p in got["points"]
+        ] == [(p.rw, p.bs, p.mix.read, p.numjobs, p.iodepth, p.runtime) for p in t.points]
+        if t.precondition:
+            assert got["precondition"]["total_bytes"] == t.precondition.total_bytes == 2 * GiB
+            assert got["precondition"]["bs"] == t.precondition.bs
+        assert (got["min_rounds"], got["max_rounds"]) == (t.min_rounds, t.max_rounds)
+        assert got["round_seconds"] == t.round_seconds
+        jobs = got["jobfiles"]
+        assert (jobs["precondition"] is None) == (t.precondition is None)
+        assert _parse_jobfile(jobs["first_round"]).sections()[1:] == [p.job_name for p in t.points]
+    lo, hi = want.estimate(500e6)
+    assert data["estimate"] == {
+        "min_seconds": lo,
+        "max_seconds": hi,
+        "precondition_bytes_per_second": 500e6,
+    }
+    assert cli.main([*argv, "--no-jobs"]) == 0
+    lean = json.loads(capsys.readouterr().out)
+    assert all("jobfiles" not in t for t in lean["tests"])
+    assert lean["estimate"]["min_seconds"] < lo  # preconditioning assumed at 1000 MB/s

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,106 @@ def test_histogram_rebinning_keeps_every_io() -> None:
     assert len(edges) == len(counts) + 1
     assert all(b > a for a, b in itertools.pairwise(edges))
     assert edges[0] <= 0.01 <= edges[-1] and edges[0] <= 5.0 <= edges[-1]
+
+
+# --------------------------------------------------------------------------- verification figure
+
+
+def _determination(values: list[float]) -> Any:
+    run = RunData(
+        Path("/r"), manifest(), [store.TestData("iops", plan(), rounds=rounds_of(values))]
+    )
+    rep = analysis.analyze(run, options.resolve_options(run.manifest), 0.0)
+    (t,) = rep.tests
+    (d,) = t.determinations
+    return rep, d
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [5000.0, 1000.0, 1050.0, 980.0],  # steady
+        [5000.0, 1000.0, 1300.0, 900.0],  # data excursion too large, no trend
+        [5000.0, 1000.0, 1080.0, 1160.0],  # values within 16 %, but a rising line
+        [5000.0, 1000.0, 1050.0, 1300.0],  # both
+    ],
+)
+def test_verification_figure_draws_the_criteria_as_they_are(values: list[float]) -> None:
+    from tkbench.report import figures
+
+    rep, d = _determination(values)
+    lines = figures.verification_lines(d)
+    lo, hi = lines.band
+    # the band is as wide as the allowed data excursion (20 % of the mean), centred
+    # on the values: every value lies in it exactly when max - min is within 20 %
+    assert hi - lo == pytest.approx(0.2 * d.mean)
+    assert (lo + hi) / 2 == pytest.approx((max(d.values) + min(d.values)) / 2)
+    assert all(lo <= v <= hi for v in d.values) == d.excursion_ok
+    # the dashed lines are the steepest least-squares lines allowed: the fitted line
+    # is no steeper exactly when the slope criterion holds
+    (fx0, fy0), (fx1, fy1) = lines.fit
+    rising, falling = lines.steepest
+    allowed = (rising[1][1] - rising[0][1]) / (rising[1][0] - rising[0][0])
+    assert allowed == pytest.approx(0.1 * d.mean / (len(d.rounds) - 1))
+    assert falling[0][1] - falling[1][1] == pytest.approx(rising[1][1] - rising[0][1])
+    assert (abs(fy1 - fy0) / (fx1 - fx0) <= allowed + 1e-9) == d.slope_ok
+    # the caption and the legend say what the lines are; nothing reads as "±20 %"
+    caption = figures.verification_caption(d)
+    assert "20 % of the mean" in caption and "max − min" in caption
+    assert "10 % of the mean" in caption and "steepest" in caption
+    svg = figures.verification(d, "v-")
+    assert svg is not None and "allowed data excursion: 20 % of the mean wide" in svg
+    for text in (caption, svg):
+        assert "120 %" not in text and "80 %" not in text and "90 %" not in text
+    assert caption in render.build_document(rep).html
+
+
+def test_verification_criteria_cover_both_ways_of_failing() -> None:
+    """The four cases above really are steady, excursion-only, slope-only and both."""
+    verdicts = [
+        (d.excursion_ok, d.slope_ok)
+        for d in (
+            _determination(v)[1]
+            for v in (
+                [5000.0, 1000.0, 1050.0, 980.0],
+                [5000.0, 1000.0, 1300.0, 900.0],
+                [5000.0, 1000.0, 1080.0, 1160.0],
+                [5000.0, 1000.0, 1050.0, 1300.0],
+            )
+        )
+    ]
+    assert verdicts == [(True, True), (False, True), (True, False), (False, False)]
+
+
+# --------------------------------------------------------------------------- percentiles in words
+
+# "arithmetic mean(s)", "mean(s) of", "average(d/s)", "averaging", unless "never"/"not" precede
+_AVERAGED = re.compile(
+    r"(?<!never )(?<!not )\b(arithmetic means?|means? of|averag(e|ed|es|ing))\b", re.IGNORECASE
+)
+
+
+def _percentile_sentences(text: str) -> list[str]:
+    plain = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text))
+    return [s for s in re.split(r"(?<=[.;:])\s", plain) if "percentile" in s.lower()]
+
+
+def test_the_methods_chapter_says_percentiles_are_pooled_not_averaged() -> None:
+    rep, _ = _determination([5000.0, 1000.0, 1050.0, 980.0])
+    html = render.build_document(rep).html
+    methods = html[html.index('<section class="chapter" id="methods">') :]
+    methods = methods[: methods.index("</section>")]
+    said = _percentile_sentences(methods)
+    # what window.pooled_percentiles does: merged histograms, else the largest value
+    assert any("never averaged" in s for s in said), said
+    assert any("histograms are added up" in s for s in said), said
+    assert "largest of the per-round values is shown, an upper bound" in " ".join(methods.split())
+    for sentence in said:
+        assert not _AVERAGED.search(sentence), sentence
+    # and docs/report.md, which tells the same to readers of the documentation
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for sentence in _percentile_sentences(doc):
+        assert not _AVERAGED.search(sentence), sentence
 
 
 # --------------------------------------------------------------------------- status and text

@@ -1,7 +1,8 @@
 """Side-by-side comparison of runs (any number, any drives): the same points, deltas in %.
 
-Every value is a point's mean over its test's measurement window, read through
-:mod:`tkbench.analysis` (the numbers each run's own report shows).  Tests and
+Every value is a point's value over its test's measurement window, read through
+:mod:`tkbench.analysis` (the numbers each run's own report shows: means of the
+per-round values, percentiles pooled over the window, never averaged).  Tests and
 points are the union over the runs, in the order the first run that has them
 ran them; a run lacking a point shows no value there.  A comparison is only
 fair under the same conditions, so :func:`differences` lists every test

@@ -408,11 +408,18 @@ class Engine:
             f"test {test.name}: preconditioned with {written} bytes in {run.seconds:.1f} s"
         )
 
-    def _round_text(self, test: PlannedTest, handoff: jobfile.Handoff | None) -> str:
+    def _round_text(
+        self,
+        test: PlannedTest,
+        handoff: jobfile.Handoff | None,
+        rounds: Sequence[Mapping[str, Any]] = (),
+    ) -> str:
+        # sequential streams go on where the stored rounds left them
         return jobfile.round_jobfile(
             test,
             self.target.fio_options(test.spec.workload.ioengine),
             handoff,
+            jobfile.stream_starts(test.points, rounds, test.active_bytes),
         )
 
     def _rounds(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
@@ -429,7 +436,7 @@ class Engine:
             segment = self._after_idle(test, rounds, segment)
             self.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
             handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
-            text = self._round_text(test, handoff)
+            text = self._round_text(test, handoff, rounds)
             run = self._fio(
                 test,
                 f"round-{n:04d}",

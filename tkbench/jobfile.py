@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 from .plan import PlannedTest, Point, Precondition
@@ -151,6 +152,7 @@ def point_options(
     startdelay: float,
     prerun: str | None = None,
     postrun: str | None = None,
+    start: int = 0,
 ) -> dict[str, object]:
     opts: dict[str, object] = {
         "new_group": True,
@@ -168,17 +170,51 @@ def point_options(
         opts["exec_postrun"] = postrun
     if point.rw in ("randrw", "rw"):
         opts["rwmixread"] = point.mix.read
-    if point.pattern == "sequential" and point.numjobs > 1:
-        # each job streams through its own slice of the ActiveRange
-        slice_bytes = _slice(active_bytes, point.numjobs, point.bs)
-        opts["size"] = slice_bytes
-        opts["offset_increment"] = slice_bytes
+    if point.pattern == "sequential":
+        # The stream starts ``start`` bytes into its region (the ActiveRange, or with
+        # several jobs each job's own slice of it) and runs to the region's end.  A
+        # time-based sequential job that reaches the end of its region goes on from
+        # its own ``offset`` (fio 3.33, io_u.c get_next_seq_offset), never past it.
+        region = _slice(active_bytes, point.numjobs, point.bs)
+        opts["offset"] = start
+        opts["size"] = region - start
+        if point.numjobs > 1:
+            opts["offset_increment"] = region
     return opts
 
 
 def _slice(total: int, parts: int, align: int) -> int:
     s = total // parts
     return max(align, s - s % align)
+
+
+def stream_starts(
+    points: Sequence[Point], rounds: Iterable[Mapping[str, Any]], active_bytes: int
+) -> dict[str, int]:
+    """Where the stream of each sequential point starts in the round after ``rounds``
+    (the test's stored round records), by fio job name: where a stream that wraps at
+    the end of its region would be after the bytes the point moved in those rounds.
+
+    A point's stream moves by the larger of its read and write bytes of a round
+    (fio keeps one position per direction, both starting at the job's offset);
+    with several jobs each job's stream is taken to move by its share.  The result
+    is aligned down to the block size.  It depends only on the stored rounds, so a
+    resumed run continues exactly as the uninterrupted one would have.
+    """
+    moved: dict[tuple[int, int], int] = {}
+    for record in rounds:
+        for p in record.get("points", ()):
+            key = (int(p["bs"]), int(p["read_pct"]))
+            step = max(int((p.get(d) or {}).get("io_bytes", 0)) for d in ("read", "write"))
+            moved[key] = moved.get(key, 0) + step
+    out: dict[str, int] = {}
+    for point in points:
+        if point.pattern != "sequential":
+            continue
+        region = _slice(active_bytes, point.numjobs, point.bs)
+        pos = moved.get((point.bs, point.mix.read), 0) // point.numjobs % region
+        out[point.job_name] = pos - pos % point.bs
+    return out
 
 
 def schedule(points: Sequence[Point], slack: float = DEFAULT_GUARD + SLACK) -> list[float]:
@@ -206,11 +242,14 @@ def render_round(
     percentiles: Sequence[float] = (),
     handoff: Handoff | None = None,
     extra_global: Mapping[str, object] | None = None,
+    starts: Mapping[str, int] | None = None,
 ) -> str:
     """The job file of one round: one section per point, run back to back.
 
     Without ``handoff`` the points are only scheduled by ``startdelay`` (for
     ``tkbench plan``'s display and for fio servers that cannot run the helper).
+    ``starts`` (:func:`stream_starts`) places each sequential point's stream; a
+    point without one starts at the beginning of its region (the first round).
     """
     g = global_options(
         target_options,
@@ -233,7 +272,8 @@ def render_round(
             delay = max(0.0, nominal - LEAD)
             prerun = handoff.prerun(prev) if prev is not None else None
             postrun = handoff.postrun(point) if point is not points[-1] else None
-        opts = point_options(point, active_bytes, delay, prerun, postrun)
+        start = (starts or {}).get(point.job_name, 0)
+        opts = point_options(point, active_bytes, delay, prerun, postrun, start)
         lines += _section(point.job_name, opts)
         prev = point
     return "\n".join(lines) + "\n"
@@ -247,12 +287,14 @@ def render_precondition(
     data_pattern: str = "random",
     direct: bool = True,
 ) -> str:
-    """Sequential writes of ``pre.total_bytes``; each job covers its own slice."""
+    """Sequential writes of ``pre.total_bytes`` confined to the ActiveRange: each job
+    writes its share within its own slice (``size``), wrapping at the slice's end as
+    often as its share needs (``io_size`` larger than ``size``)."""
     g = global_options(
         target_options, active_bytes=active_bytes, data_pattern=data_pattern, direct=direct
     )
     slice_bytes = _slice(active_bytes, pre.numjobs, pre.bs)
-    per_job = int(pre.total_bytes / pre.numjobs)
+    per_job = pre.total_bytes // pre.numjobs
     per_job -= per_job % pre.bs
     job: dict[str, object] = {
         "rw": "write",
@@ -276,8 +318,10 @@ def round_jobfile(
     test: PlannedTest,
     target_options: Mapping[str, object],
     handoff: Handoff | None,
+    starts: Mapping[str, int] | None = None,
 ) -> str:
-    """The job file of one round of a planned test, as the engine runs it."""
+    """The job file of one round of a planned test, as the engine runs it; ``starts``
+    from :func:`stream_starts` of the test's rounds so far (none: the first round)."""
     wl = test.spec.workload
     extra: dict[str, object] = {"lat_percentiles": True}
     return render_round(
@@ -289,6 +333,7 @@ def round_jobfile(
         percentiles=test.spec.percentiles,
         handoff=handoff,
         extra_global=extra,
+        starts=starts,
     )
 
 

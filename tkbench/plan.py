@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .records import Limits, PlannedPoint, PreconditionPlan, TestPlan, Workload
@@ -56,7 +57,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Precondition:
-    """Workload-independent preconditioning: sequential writes over the ActiveRange."""
+    """Workload-independent preconditioning: ``total_bytes`` (a multiple of the *user
+    capacity*) of sequential writes confined to, and wrapping within, the ActiveRange."""
 
     total_bytes: int
     bs: int
@@ -183,6 +185,15 @@ def active_range_bytes(capacity: int, percent: float, align: int) -> int:
     return raw - raw % align
 
 
+def precondition_bytes(capacity: int, multiple: float, unit: int) -> int:
+    """Bytes of workload-independent preconditioning: ``multiple`` times the user
+    capacity (PTS: "Write 2X User Capacity ... writing to the entire ActiveRange"),
+    rounded up to whole ``unit`` (block size x jobs, so every job writes the same
+    whole number of blocks)."""
+    want = math.ceil(capacity * multiple)
+    return -(-want // unit) * unit
+
+
 def build(profile: Profile, target: TargetInfo) -> Plan:
     """Expand a profile for a target into the exact plan."""
     if target.capacity <= 0:
@@ -249,7 +260,11 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                 elif pbs == 0:
                     pbs = group[0]
                 pre = Precondition(
-                    total_bytes=int(active * profile.precondition.capacity_multiple),
+                    total_bytes=precondition_bytes(
+                        target.capacity,
+                        profile.precondition.capacity_multiple,
+                        pbs * spec.workload.numjobs,
+                    ),
                     bs=pbs,
                     numjobs=spec.workload.numjobs,
                     iodepth=spec.workload.iodepth,
@@ -295,10 +310,15 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         lines.append(f"  purge     {'yes' if t.purge else 'no'}")
         if t.precondition:
             pc = t.precondition
+            how = (
+                "one job wrapping at its end"
+                if pc.numjobs == 1
+                else f"{pc.numjobs} jobs, each wrapping within its own slice of it"
+            )
             lines.append(
                 f"  precond.  {human_bytes(pc.total_bytes)} of {format_size(pc.bs)} sequential "
-                f"writes ({p.precondition.capacity_multiple:g}x ActiveRange), each of "
-                f"{pc.numjobs} job(s) on its own slice"
+                f"writes ({p.precondition.capacity_multiple:g}x the user capacity) within the "
+                f"ActiveRange, {how}"
             )
         else:
             lines.append("  precond.  none")
@@ -339,7 +359,7 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
     return "\n".join(lines)
 
 
-def _acceptance_lines(ac: Acceptance) -> list[str]:
+def _acceptance_checks(ac: Acceptance) -> list[str]:
     """The PASS/FAIL checks the run will apply (exit 1 when one fails)."""
     checks = [c.label for c in ac.criteria]
     if ac.steady_state:
@@ -348,6 +368,57 @@ def _acceptance_lines(ac: Acceptance) -> list[str]:
         checks.append(
             f"no headline number {ac.regression_threshold:g} % worse than the baseline run"
         )
+    return checks
+
+
+def _acceptance_lines(ac: Acceptance) -> list[str]:
+    checks = _acceptance_checks(ac)
     if not checks:
         return []
     return ["", "Acceptance (the run exits 1 when one fails):", *(f"  {c}" for c in checks)]
+
+
+def to_json(plan: Plan, precondition_rate: float = 1e9) -> dict[str, Any]:
+    """The whole plan as plain data, as ``tkbench plan --json`` prints it (for scripts):
+    what :func:`describe` tells people, with every number exact (bytes, seconds)."""
+    p = plan.profile
+    tests: list[dict[str, Any]] = []
+    for t in plan.tests:
+        phases = [
+            name
+            for name, present in (
+                ("purge", t.purge),
+                ("precondition", t.precondition is not None),
+                ("rounds", True),
+            )
+            if present
+        ]
+        tests.append(
+            {
+                **t.to_dict(),
+                "phases": phases,
+                "round_seconds": t.round_seconds,
+                "min_rounds": t.min_rounds,
+                "max_rounds": t.max_rounds,
+            }
+        )
+    lo, hi = plan.estimate(precondition_rate)
+    return {
+        "profile": {"name": p.name, "description": p.description, "source": p.source},
+        "target": {
+            "spec": plan.target.spec,
+            "kind": plan.target.kind,
+            "capacity_bytes": plan.target.capacity,
+            "logical_sector": plan.target.logical_sector,
+        },
+        "purge": {"method": p.purge.method, "allow_fallback": p.purge.allow_fallback},
+        "active_bytes": plan.active_bytes,
+        "tests": tests,
+        "notes": list(plan.notes),
+        "acceptance": _acceptance_checks(p.acceptance),
+        "estimate": {
+            "min_seconds": lo,
+            "max_seconds": hi,
+            "precondition_bytes_per_second": precondition_rate,
+        },
+    }

@@ -48,7 +48,7 @@ TESTS = (
         (1024 * K, 128 * K, 64 * K, 32 * K, 16 * K, 8 * K, 4 * K, 512),
         (100, 95, 65, 50, 35, 5, 0),
     ),
-    TestReference("throughput", "Throughput", (1024 * K, 128 * K), (100, 0)),
+    TestReference("throughput", "Throughput", (1024 * K, 128 * K), (100, 0), load=(1, 32)),
     TestReference("latency", "Latency", (8 * K, 4 * K, 512), (100, 65, 0), load=(1, 1)),
     TestReference(
         "wsat",

@@ -46,15 +46,32 @@ def cmd_plan(args: argparse.Namespace) -> int:
             profile=args.profile, target=args.target, size=args.size, overrides=args.overrides
         )
     )
+    handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
+    if args.json:
+        data = planmod.to_json(plan, args.assume_mbps * 1e6)
+        if not args.no_jobs:
+            for t, entry in zip(plan.tests, data["tests"], strict=True):
+                opts = target.fio_options(t.spec.workload.ioengine)
+                pre = jobfile.precondition_jobfile(t, opts) if t.precondition else None
+                entry["jobfiles"] = {
+                    "precondition": pre,
+                    "first_round": jobfile.round_jobfile(t, opts, handoff),
+                }
+        print(json.dumps(data, indent=1))
+        return 0
     print(planmod.describe(plan, args.assume_mbps * 1e6))
     if not args.no_jobs:
-        handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
         for t in plan.tests:
             opts = target.fio_options(t.spec.workload.ioengine)
             if t.precondition:
                 print(f"\n### {t.name}: preconditioning job file")
                 print(jobfile.precondition_jobfile(t, opts), end="")
-            print(f"\n### {t.name}: job file of every round")
+            which = (
+                "the first round (later rounds: each sequential point starts where it stopped)"
+                if any(pt.pattern == "sequential" for pt in t.points)
+                else "every round"
+            )
+            print(f"\n### {t.name}: job file of {which}")
             print(jobfile.round_jobfile(t, opts, handoff), end="")
     return 0
 

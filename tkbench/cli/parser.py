@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target_args(p)
     p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
     p.add_argument(
+        "--json",
+        action="store_true",
+        help="the whole plan as JSON for scripts: tests, phases, every point, "
+        "preconditioning, estimate (and the job files unless --no-jobs)",
+    )
+    p.add_argument(
         "--assume-mbps",
         type=number(0, 1e7, low_open=True, unit=" MB/s"),
         default=1000.0,

@@ -226,45 +226,99 @@ def _convergence_line(ax: Axes, s: Series, color: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class VerificationLines:
+    """What the verification figure draws for the two PTS criteria, in the unit of
+    the tracking variable (x: round numbers)."""
+
+    mean: float
+    # allowed data excursion: a band as wide as the limit (max_excursion x mean),
+    # centred between the lowest and highest value: every value fits in it exactly
+    # when max - min is within the limit
+    band: tuple[float, float]
+    fit: tuple[tuple[float, float], tuple[float, float]]  # least-squares line, first/last round
+    # the steepest least-squares lines allowed (rising, falling): through the fitted
+    # line's centre, changing by the allowed slope excursion across the window
+    steepest: tuple[tuple[tuple[float, float], tuple[float, float]], ...]
+
+
+def verification_lines(det: Determination) -> VerificationLines:
+    x0, x1 = float(det.rounds[0]), float(det.rounds[-1])
+    mid = (max(det.values) + min(det.values)) / 2
+    half = det.allowed_excursion / 2
+    steepest: tuple[tuple[tuple[float, float], tuple[float, float]], ...] = ()
+    if x1 > x0:
+        xc = (x0 + x1) / 2
+        yc = det.fit(xc)  # the least-squares line passes through the values' centre
+        rise = det.allowed_slope_excursion / 2
+        steepest = (((x0, yc - rise), (x1, yc + rise)), ((x0, yc + rise), (x1, yc - rise)))
+    return VerificationLines(
+        mean=det.mean,
+        band=(mid - half, mid + half),
+        fit=((x0, det.fit(x0)), (x1, det.fit(x1))),
+        steepest=steepest,
+    )
+
+
+def verification_caption(det: Determination) -> str:
+    """What every line of the verification figure means, with this window's numbers."""
+    u = det.unit
+    return (
+        f"Values of the measurement window (blue), their mean (black) and their "
+        f"least-squares line (orange); unit: {u}.  Shaded: a band as wide as the allowed "
+        f"data excursion, {fmt.limit(det.max_excursion)} of the mean "
+        f"({fmt.sig(det.allowed_excursion)} {u}), centred between the lowest and the "
+        f"highest value; the data-excursion criterion (max − min within "
+        f"{fmt.limit(det.max_excursion)} of the mean) holds exactly when every value lies "
+        f"inside it (here max − min = {fmt.sig(det.excursion)} {u}).  Dashed: the steepest "
+        f"least-squares lines allowed, rising or falling by "
+        f"{fmt.limit(det.max_slope_excursion)} of the mean "
+        f"({fmt.sig(det.allowed_slope_excursion)} {u}) across the window; the slope "
+        f"criterion holds when the orange line is no steeper (here it changes by "
+        f"{fmt.sig(det.slope_excursion)} {u})."
+    )
+
+
 @styled
 def verification(det: Determination, prefix: str) -> str | None:
-    """Window values, mean, ±10 % and ±20 % bands and the least-squares line."""
+    """Window values, their mean and least-squares line, and the two PTS criteria as
+    they are (:func:`verification_lines`, :func:`verification_caption`)."""
     if not det.rounds:
         return None
+    lines = verification_lines(det)
     fig = _new(2.3)
     ax = fig.add_subplot()
     x = np.asarray(det.rounds, dtype=float)
     lo, hi = x[0] - 0.3, x[-1] + 0.3
-    m = det.mean
+    ax.axhspan(
+        *lines.band,
+        color="#d9d9d9",
+        alpha=0.6,
+        linewidth=0,
+        zorder=0,
+        label=f"allowed data excursion: {fmt.limit(det.max_excursion)} of the mean wide",
+    )
     ax.plot(x, det.values, "o-", color=PALETTE[0], label=f"{det.variable} ({det.unit})")
-    ax.hlines(m, lo, hi, color="#000000", linewidth=1.0, label="window mean")
-    ax.hlines(
-        [1.1 * m, 0.9 * m],
-        lo,
-        hi,
-        colors="#555555",
-        linestyles="--",
-        linewidth=0.8,
-        label="110 % / 90 % of mean",
-    )
-    ax.hlines(
-        [1.2 * m, 0.8 * m],
-        lo,
-        hi,
-        colors="#999999",
-        linestyles=":",
-        linewidth=0.9,
-        label="120 % / 80 % of mean",
-    )
-    ax.plot(
-        [x[0], x[-1]],
-        [det.fit(x[0]), det.fit(x[-1])],
-        color=PALETTE[1],
-        linewidth=1.2,
-        label="least-squares line",
-    )
-    vals = [*det.values, 0.75 * m, 1.25 * m]
-    pad = 0.03 * (max(vals) - min(vals))
+    ax.hlines(lines.mean, lo, hi, color="#000000", linewidth=1.0, label="window mean")
+    (fx0, fy0), (fx1, fy1) = lines.fit
+    ax.plot([fx0, fx1], [fy0, fy1], color=PALETTE[1], linewidth=1.2, label="least-squares line")
+    for i, ((sx0, sy0), (sx1, sy1)) in enumerate(lines.steepest):
+        ax.plot(
+            [sx0, sx1],
+            [sy0, sy1],
+            color="#555555",
+            linestyle="--",
+            linewidth=0.8,
+            label=(
+                f"steepest line allowed (±{fmt.limit(det.max_slope_excursion)} of the mean "
+                "across the window)"
+                if i == 0
+                else None
+            ),
+        )
+    ends = [y for line in lines.steepest for _, y in line]
+    vals = [*det.values, *lines.band, *ends]
+    pad = 0.08 * (max(vals) - min(vals) or abs(lines.mean) or 1.0)
     ax.set_ylim(min(vals) - pad, max(vals) + pad)
     ax.set_xlim(lo, hi)
     ax.set_xticks(x)

@@ -121,6 +121,7 @@ def environment() -> jinja2.Environment:
         rounds=fmt.rounds,
         gb=fmt.gb,
     )
+    env.globals.update(verification_caption=figures.verification_caption)
     return env
 
 
