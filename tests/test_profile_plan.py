@@ -10,6 +10,7 @@ import pytest
 
 from tkbench import cli, jobfile, plan, profile
 from tkbench.errors import InputError, ProfileError
+from tkbench.records import Direction, PointResult, Round
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -289,14 +290,13 @@ def test_sequential_points_give_each_job_a_slice() -> None:
     assert sec["offset_increment"] == sec["size"] and sec["offset"] == "0"
 
 
-def _seq_round(moved: dict[tuple[int, int], tuple[int, int]]) -> dict[str, object]:
+def _seq_round(moved: dict[tuple[int, int], tuple[int, int]]) -> Round:
     """A round record with the (read, write) bytes each point (bs, read %) moved."""
-    return {
-        "points": [
-            {"bs": bs, "read_pct": rp, "read": {"io_bytes": r}, "write": {"io_bytes": w}}
-            for (bs, rp), (r, w) in moved.items()
-        ]
-    }
+    points = [
+        PointResult(bs=bs, read_pct=rp, read=Direction(io_bytes=r), write=Direction(io_bytes=w))
+        for (bs, rp), (r, w) in moved.items()
+    ]
+    return Round(round=1, points=tuple(points), tracking={})
 
 
 def test_sequential_streams_start_where_the_stored_rounds_left_them() -> None:

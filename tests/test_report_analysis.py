@@ -221,7 +221,7 @@ def test_window_means_and_directions() -> None:
     ios = write.samples
     for key in ("99", "99.9", "99.99"):
         if ios >= core.samples_needed(float(key)):
-            per_round = [r["points"][3]["write"]["percentiles_ns"][key] / 1e6 for r in recs]
+            per_round = [r.points[3].write.percentiles_ns[key] / 1e6 for r in recs]
             assert write.percentiles_ms[key] == pytest.approx(max(per_round))
         else:
             assert key not in write.percentiles_ms

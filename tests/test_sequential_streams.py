@@ -16,6 +16,8 @@ from tests._helpers import merged
 from tkbench import jobfile, plan, profile
 from tkbench.errors import Interrupted
 from tkbench.fiojson import parse
+from tkbench.records import Direction, PlannedPoint, PointResult, Round
+from tkbench.records.base import dump
 from tkbench.results import summarize_round
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
@@ -58,7 +60,9 @@ def _run_round(
         check=True,
         cwd=work,
     )
-    record = {"points": summarize_round(tp.points, parse(done.stdout))}
+    record = Round(
+        round=1, points=tuple(summarize_round(tp.points, parse(done.stdout))), tracking={}
+    )
     ios = []
     for i in range(1, len(tp.points) + 1):
         # time, latency, direction (0 read, 1 write), block size, offset, ...
@@ -67,9 +71,9 @@ def _run_round(
     return record, ios
 
 
-def _moved(record: Mapping[str, Any], index: int) -> int:
-    pt = record["points"][index]
-    return max(int(pt["read"]["io_bytes"]), int(pt["write"]["io_bytes"]))
+def _moved(record: Round, index: int) -> int:
+    pt = record.points[index]
+    return int(max(pt.read.io_bytes, pt.write.io_bytes))
 
 
 def test_the_second_round_starts_where_the_first_stopped(tmp_path: Path) -> None:
@@ -79,7 +83,7 @@ def test_the_second_round_starts_where_the_first_stopped(tmp_path: Path) -> None
         fh.truncate(size)
     tp = _throughput(target, size)
     bs = tp.points[0].bs
-    rounds: list[dict[str, Any]] = []
+    rounds: list[Round] = []
     offsets: list[list[list[int]]] = []
     for n in (1, 2):
         starts = jobfile.stream_starts(tp.points, rounds, tp.active_bytes)
@@ -104,12 +108,14 @@ def test_a_stream_at_the_end_of_the_active_range_never_passes_it(tmp_path: Path)
     tp = _throughput(target, size)
     a, bs = tp.active_bytes, tp.points[0].bs
     # earlier rounds left both streams 2 MiB before the end of the ActiveRange
-    before = {
-        "points": [
-            {**pt.to_dict(), "read": {"io_bytes": a - 2 * MiB}, "write": {"io_bytes": 0}}
+    before = Round(
+        round=1,
+        points=tuple(
+            PointResult(**dump(pt.record()), read=Direction(io_bytes=a - 2 * MiB))
             for pt in tp.points
-        ]
-    }
+        ),
+        tracking={},
+    )
     starts = jobfile.stream_starts(tp.points, [before], a)
     assert set(starts.values()) == {a - 2 * MiB}
     record, ios = _run_round(tp, target, tmp_path / "round", starts)
@@ -135,19 +141,17 @@ def _job_offsets(path: Path) -> dict[str, int]:
 
 
 def _expected_offsets(
-    points: Sequence[Mapping[str, Any]], rounds: Sequence[Mapping[str, Any]], active: int
+    points: Sequence[PlannedPoint], rounds: Sequence[Round], active: int
 ) -> dict[str, int]:
     """Computed here from the stored records, independently of jobfile.stream_starts."""
     out = {}
     for pt in points:
         total = 0
         for r in rounds:
-            (done,) = [
-                p for p in r["points"] if (p["bs"], p["read_pct"]) == (pt["bs"], pt["read_pct"])
-            ]
-            total += max(done["read"]["io_bytes"], done["write"]["io_bytes"])
+            (done,) = [p for p in r.points if (p.bs, p.read_pct) == (pt.bs, pt.read_pct)]
+            total += int(max(done.read.io_bytes, done.write.io_bytes))
         pos = total % active
-        out[pt["job"]] = pos - pos % pt["bs"]
+        out[pt.job] = pos - pos % pt.bs
     return out
 
 
@@ -171,13 +175,13 @@ def test_a_resumed_run_continues_the_streams_from_the_stored_rounds(tmp_path: Pa
     with pytest.raises(Interrupted):
         start(req)
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
-    assert manifest["resumes"][0]["action"] == "continue"
+    assert manifest.resumes[0].action == "continue"
     t = load_run(out).test("throughput")
-    assert [r["round"] for r in t.rounds] == [1, 2, 3]
+    assert [r.round for r in t.rounds] == [1, 2, 3]
     rdir = out / "tests" / "throughput" / "rounds"
     seen = set()
     for n in (1, 2, 3):
-        want = _expected_offsets(t.plan["points"], t.rounds[: n - 1], t.plan["active_bytes"])
+        want = _expected_offsets(t.plan.points, t.rounds[: n - 1], t.plan.active_bytes)
         assert _job_offsets(rdir / f"{n:04d}.fio") == want
         seen.add(tuple(want.values()))
     assert len(seen) == 3  # the streams moved on every round

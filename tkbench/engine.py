@@ -412,7 +412,7 @@ class Engine:
         self,
         test: PlannedTest,
         handoff: jobfile.Handoff | None,
-        rounds: Sequence[Mapping[str, Any]] = (),
+        rounds: Sequence[Round] = (),
     ) -> str:
         # sequential streams go on where the stored rounds left them
         return jobfile.round_jobfile(

@@ -17,10 +17,10 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .errors import InputError
 from .plan import PlannedTest, Point, Precondition
+from .records import Round
 from .units import fio_duration
 
 
@@ -189,7 +189,7 @@ def _slice(total: int, parts: int, align: int) -> int:
 
 
 def stream_starts(
-    points: Sequence[Point], rounds: Iterable[Mapping[str, Any]], active_bytes: int
+    points: Sequence[Point], rounds: Iterable[Round], active_bytes: int
 ) -> dict[str, int]:
     """Where the stream of each sequential point starts in the round after ``rounds``
     (the test's stored round records), by fio job name: where a stream that wraps at
@@ -203,10 +203,9 @@ def stream_starts(
     """
     moved: dict[tuple[int, int], int] = {}
     for record in rounds:
-        for p in record.get("points", ()):
-            key = (int(p["bs"]), int(p["read_pct"]))
-            step = max(int((p.get(d) or {}).get("io_bytes", 0)) for d in ("read", "write"))
-            moved[key] = moved.get(key, 0) + step
+        for p in record.points:
+            step = int(max(p.read.io_bytes, p.write.io_bytes))
+            moved[p.key] = moved.get(p.key, 0) + step
     out: dict[str, int] = {}
     for point in points:
         if point.pattern != "sequential":

@@ -8,6 +8,7 @@ from typing import Any
 
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .records import Limits, PlannedPoint, PreconditionPlan, TestPlan, Workload
+from .records.base import dump
 from .units import format_duration, format_size, human_bytes
 
 
@@ -395,7 +396,8 @@ def to_json(plan: Plan, precondition_rate: float = 1e9) -> dict[str, Any]:
         ]
         tests.append(
             {
-                **t.to_dict(),
+                # as test.json will record it, but the engine fio resolves on the target
+                **{k: v for k, v in dump(t.record()).items() if k != "ioengine_used"},
                 "phases": phases,
                 "round_seconds": t.round_seconds,
                 "min_rounds": t.min_rounds,
