@@ -267,6 +267,21 @@ def test_unchanged_reads_and_records_but_sets_nothing(fakes: FakeTools) -> None:
     )
 
 
+def test_unchanged_without_the_tool_runs_and_says_so(
+    fakes: FakeTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    check(NVME, "unchanged")
+    sink = Sink()
+    s = session(NVME, "unchanged", sink)
+    s.begin()
+    s.end()
+    assert describe(sink.record) == (
+        "left unchanged, state unknown (not read: 'nvme' (Debian package nvme-cli) is not"
+        " installed; not set by tkbench)"
+    )
+
+
 def test_a_partition_sets_the_whole_drive(fakes: FakeTools) -> None:
     part = ident("nvme", "/dev/nvme0n1p1", partition_of="nvme0n1")
     s = session(part, "disabled", Sink())

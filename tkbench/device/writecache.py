@@ -423,16 +423,19 @@ def check(identity: DeviceIdentity, setting: str) -> None:
         )
 
 
-def plan_text(identity: DeviceIdentity, setting: str) -> str:
-    """One line for ``tkbench plan``: what the run will set, with which command."""
-    reason = not_applicable(identity)
-    driver = _driver(identity)
+def plan_text(identity: DeviceIdentity | None, setting: str, reason: str = "") -> str:
+    """One line for ``tkbench plan``: what the run will set, with which command.
+    ``identity`` None (with ``reason``): a target that is no drive of its own."""
+    if identity is not None:
+        reason = reason or not_applicable(identity) or ""
+    driver = _driver(identity) if identity is not None else None
     if setting == "unchanged":
         if reason or driver is None:
             return "unchanged (not read or set by tkbench)"
         return f"unchanged (read with `{' '.join(driver.read_argv())}` and recorded; not set)"
-    if reason:
-        return f"{setting} asked, not applicable: {reason} (the run records the departure)"
+    if reason or identity is None:
+        why = reason or "the target has no drive write cache"
+        return f"{setting} asked, not applicable: {why}; the run records the departure"
     try:
         check(identity, setting)
     except (WriteCacheError, ToolMissingError) as exc:
@@ -672,6 +675,9 @@ def describe(record: WriteCacheRecord | None) -> str:
         return f"{asked} asked; not yet set"
     first, last = sessions[0], sessions[-1]
     if asked == "unchanged":
+        if first.before not in (ENABLED, DISABLED, ABSENT):
+            why = first.notes[0] if first.notes else "not read"
+            return f"left unchanged, state unknown ({why}; not set by tkbench)"
         return f"{first.before}, left unchanged (read with {record.tool}; not set by tkbench)"
     failed = next((s for s in sessions if s.verified is not True), None)
     if failed is not None:
