@@ -252,6 +252,13 @@ def test_a_drive_that_refuses_is_refused_before_the_purge(tmp_path: Path, fakes:
     assert m["status"] == "failed" and "did not take the setting" in m["error"]
     rec = cacherecord.load(tmp_path / "run")
     assert rec is not None and describe(rec).startswith("NOT disabled: the write cache of")
+    # once the drive takes it, the same run resumes and runs its tests
+    fakes.configure(nvme={"set_feature_ignored": False})
+    target = nvme_target(tmp_path)
+    assert resumed(tmp_path, target, fake).run()["status"] == "complete"
+    assert "format" in nvme_steps(fakes) and cache_on(fakes) is True
+    rec = cacherecord.load(tmp_path / "run")
+    assert rec is not None and describe(rec).startswith("disabled (set by tkbench, verified")
 
 
 def test_no_volatile_cache_to_enable_for_pts_c(tmp_path: Path, fakes: FakeTools) -> None:

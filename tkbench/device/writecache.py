@@ -679,22 +679,23 @@ def describe(record: WriteCacheRecord | None) -> str:
             why = first.notes[0] if first.notes else "not read"
             return f"left unchanged, state unknown ({why}; not set by tkbench)"
         return f"{first.before}, left unchanged (read with {record.tool}; not set by tkbench)"
-    failed = next((s for s in sessions if s.verified is not True), None)
-    if failed is not None:
-        what = failed.error or "not verified"
-        if not failed.changed:
-            return f"NOT {asked}: {what}; the drive was left as it was ({failed.before})"
-        if failed.restore_verified:
-            return f"NOT {asked}: {what}; the drive reads {failed.original} again, as before"
-        return f"NOT {asked}: {what}" + _restore_words(failed)
-    if first.after == ABSENT:
+    if last.verified is not True:  # the run stopped there: no test ran in that session
+        what = last.error or "not verified"
+        if not last.changed:
+            return f"NOT {asked}: {what}; the drive was left as it was ({last.before})"
+        if last.restore_verified:
+            return f"NOT {asked}: {what}; the drive reads {last.original} again, as before"
+        return f"NOT {asked}: {what}" + _restore_words(last)
+    # the sessions tests ran in (one that failed to set the cache ran none)
+    ran = [s for s in sessions if s.verified is True]
+    if all(s.after == ABSENT for s in ran):
         return f"{asked}: the drive has no volatile write cache (checked with {record.tool})"
-    if any(s.changed for s in sessions):
+    if any(s.changed for s in ran):
         how = "set by tkbench, verified"
     else:
         how = f"already {asked} before the run, verified by tkbench"
-    if len(sessions) > 1:
-        how += f" in each of {len(sessions)} sessions"
+    if len(ran) > 1:
+        how += f" in each of {len(ran)} sessions"
     return f"{asked} ({how}" + _restore_words(last, closing=")")
 
 
