@@ -421,16 +421,21 @@ def test_record_round_trip_and_bad_fields(fakes: FakeTools) -> None:
 # --------------------------------------------------------------------------- signals
 
 
-def test_an_interrupt_during_the_restore_command_still_restores(fakes: FakeTools) -> None:
-    """Ctrl-C lands while the restoring nvme set-feature runs: tkbench stops it, restores
-    all the same, then stops.  In a child process (the signal goes to it, not pytest)."""
-    fakes.configure(nvme={"interrupt_parent_on_set": 2})
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_during_the_restore_command_still_restores(fakes: FakeTools, sig: str) -> None:
+    """Ctrl-C or SIGTERM lands while the restoring nvme set-feature runs: tkbench stops
+    that command, restores all the same, then stops.  In a child process with the
+    command line's signal handlers (the signal goes to it, not to pytest)."""
+    fakes.configure(nvme={"interrupt_parent_on_set": 2, "interrupt_signal": sig})
     script = textwrap.dedent(
         """
         import json, signal, sys
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from tkbench.cli.commands import _on_signal
         from tkbench.device import DeviceIdentity
         from tkbench.device.writecache import WriteCacheSession
+        from tkbench.errors import Interrupted
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, _on_signal)  # as `tkbench run` does
         saved = []
         class Sink:
             def previous(self): return None
@@ -442,8 +447,8 @@ def test_an_interrupt_during_the_restore_command_still_restores(fakes: FakeTools
         s.begin()
         try:
             s.end()
-        except KeyboardInterrupt:
-            print(json.dumps(saved[-1]))
+        except (KeyboardInterrupt, Interrupted) as exc:
+            print(json.dumps({"raised": type(exc).__name__, "record": saved[-1]}))
             sys.exit(130)
         sys.exit(0)
         """
@@ -452,7 +457,9 @@ def test_an_interrupt_during_the_restore_command_still_restores(fakes: FakeTools
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert done.returncode == 130, done.stderr
-    run = json.loads(done.stdout)["sessions"][0]
+    out = json.loads(done.stdout)
+    assert out["raised"] == ("KeyboardInterrupt" if sig == "SIGINT" else "Interrupted")
+    run = out["record"]["sessions"][0]
     assert run["restored"] == "enabled" and run["restore_verified"] is True
     assert drive_cache(fakes) is True
     sets = [c for c in fakes.calls("nvme") if c[1] == "set-feature"]
