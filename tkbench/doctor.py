@@ -35,7 +35,7 @@ PURPOSES: dict[str, tuple[str, ...]] = {
     "demo": ("fio", "weasyprint", "pango", "fonts", "nbdkit"),
     "nvme": ("fio", "weasyprint", "pango", "fonts", "root", "nvme-cli"),
     "sata": ("fio", "weasyprint", "pango", "fonts", "root", "hdparm"),
-    "sas": ("fio", "weasyprint", "pango", "fonts", "root", "sg3-utils"),
+    "sas": ("fio", "weasyprint", "pango", "fonts", "root", "sg3-utils", "sdparm"),
 }
 
 
@@ -236,13 +236,20 @@ CHECKS: dict[str, Callable[[], Finding]] = {
     "pango": check_pango,
     "fonts": check_fonts,
     "nbdkit": check_nbdkit,
-    "nvme-cli": lambda: _tool("nvme-cli", ["nvme"], "nvme-cli", ["nvme", "version"], "NVMe"),
+    "nvme-cli": lambda: _tool(
+        "nvme-cli", ["nvme"], "nvme-cli", ["nvme", "version"], "NVMe purge and write cache"
+    ),
     "smartctl": lambda: _tool(
         "smartctl", ["smartctl"], "smartmontools", ["smartctl", "--version"], "health data"
     ),
-    "hdparm": lambda: _tool("hdparm", ["hdparm"], "hdparm", ["hdparm", "-V"], "SATA purge"),
+    "hdparm": lambda: _tool(
+        "hdparm", ["hdparm"], "hdparm", ["hdparm", "-V"], "SATA purge and write cache"
+    ),
     "sg3-utils": lambda: _tool(
         "sg3-utils", ["sg_format", "sg_sanitize"], "sg3-utils", None, "SAS/SCSI purge"
+    ),
+    "sdparm": lambda: _tool(
+        "sdparm", ["sdparm"], "sdparm", ["sdparm", "--version"], "SAS/SCSI write cache"
     ),
     "root": check_root,
 }

@@ -34,6 +34,7 @@ from . import __version__, jobfile
 from .analysis import steady
 from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
+from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .plan import Plan, PlannedTest, Point
@@ -173,7 +174,11 @@ class Engine:
         store = self.store
         data = store.load()
         self.progress.event("run_started", plan=self.plan, run_dir=str(store.root))
+        # the drive's volatile write cache, set before the first test touches the drive
+        setting = self.plan.profile.workload.write_cache
+        cache = self.target.write_cache(setting, RunRecordSink(store))
         try:
+            cache.begin()
             for test in self.plan.tests:
                 self._check_stop()
                 existing = _find(data.tests, test.name)
@@ -181,6 +186,7 @@ class Engine:
                     self.progress.event("test_skipped", test=test, reason="already complete")
                     continue
                 self.run_test(test, existing)
+            cache.end()
         except (KeyboardInterrupt, Interrupted):
             store.log("interrupted: completed rounds are kept; continue with --resume")
             store.update_manifest(status="interrupted", ended=time.time())
@@ -197,6 +203,8 @@ class Engine:
             store.log(f"failed: {why}")
             store.update_manifest(status="failed", ended=time.time(), error=why)
             raise
+        finally:
+            cache.end()  # after an error or an interrupt too (done once)
         manifest = store.update_manifest(status="complete", ended=time.time())
         store.log("run complete")
         self.progress.event("run_done", manifest=manifest)

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import paths, vocab
 from .device.purge import METHODS as _DEVICE_METHODS
+from .device.writecache import SETTINGS as WRITE_CACHE_SETTINGS
 from .errors import ProfileError
 from .units import format_duration, format_size, parse_duration, parse_size
 from .vocab import metric
@@ -155,6 +156,7 @@ class Workload:
     data_pattern: str
     ioengine: str
     direct: bool
+    write_cache: str = "unchanged"  # the drive's volatile write cache, for the whole run
 
 
 @dataclass(frozen=True)
@@ -356,6 +358,7 @@ WORKLOAD_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "data_pattern": (_choice(DATA_PATTERNS), "random"),
     "ioengine": (_choice(("auto", "libaio", "io_uring", "psync", "posixaio", "sync")), "auto"),
     "direct": (_bool, True),
+    "write_cache": (_choice(WRITE_CACHE_SETTINGS), "unchanged"),
 }
 ROUNDS_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "max": (_int(1, 100000), 25),
@@ -677,6 +680,11 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         if not t["enabled"]:
             continue
         twl = section(f"tests.{tname}.workload", traw.get("workload"), WORKLOAD_SCHEMA, wl)
+        if twl["write_cache"] != wl["write_cache"]:
+            raise err(
+                f"tests.{tname}.workload.write_cache",
+                "the write cache is set once for the whole run: set workload.write_cache",
+            )
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:

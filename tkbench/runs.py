@@ -197,6 +197,7 @@ def _check_remote(target: Target, runner: FioRunner) -> None:
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
     target.check_purge(plan.profile.purge.method)
+    target.check_write_cache(plan.profile.workload.write_cache)
     target.check(force=req.force)
     target.confirm(
         confirm_id=req.confirm_id,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from . import cacherecord
 from .analysis import analyze_test
+from .device.writecache import WriteCacheRecord
+from .device.writecache import describe as write_cache_text
 from .records.base import dump
 from .store import RunData, TestData
 from .units import format_duration, human_bytes
@@ -55,8 +58,14 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "ended": m.ended,
         "error": m.error,
         "resumes": [dump(r) for r in m.resumes],
+        # RUN/write-cache.json as stored (null for runs made before tkbench set it)
+        "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
         "tests": [test_summary(t) for t in run.tests],
     }
+
+
+def _cache_text(data: dict[str, Any] | None) -> str:
+    return write_cache_text(WriteCacheRecord.from_dict(data) if data else None)
 
 
 def _num(x: float) -> str:
@@ -82,6 +91,7 @@ def format_summary(s: dict[str, Any]) -> str:
             else ""
         ),
     ]
+    lines.append(f"Cache     volatile write cache {_cache_text(s.get('write_cache'))}")
     if s.get("error"):
         lines.append(f"Error     {s['error']}")
     for r in s.get("resumes", []):

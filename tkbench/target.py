@@ -20,13 +20,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .device.purge import PurgeRecord
 from .errors import DeviceError, InputError, SafetyError
 from .jobfile import engine_for
 from .plan import TargetInfo
 from .units import human_bytes
+
+if TYPE_CHECKING:
+    from .device.writecache import RecordSink, WriteCacheSession
 
 # how the bundled emulator names itself in the NBD handshake (tkbench/emulator/plugin.py)
 EMULATOR_DESCRIPTION = "tkbench SSD emulator"
@@ -117,6 +120,27 @@ class Target:
     def check_purge(self, method: str) -> None:
         """Refuse, before anything starts, a purge method that cannot apply to this target."""
 
+    # ------------------------------------------------------------ write cache
+    # why a target that is no drive of its own has no write cache to set
+    no_write_cache: ClassVar[str] = "the target has no drive write cache"
+
+    def check_write_cache(self, setting: str) -> None:
+        """Refuse, before the confirmation, a ``workload.write_cache`` setting the
+        target cannot take (:class:`BlockTarget`).  A target with no drive of its own
+        takes any: it does not apply, and the run records that."""
+
+    def write_cache(self, setting: str, sink: RecordSink) -> WriteCacheSession:
+        """The session that sets the write cache for a run and restores it."""
+        from .device.writecache import WriteCacheSession
+
+        return WriteCacheSession(None, setting, sink, not_applicable_because=self.no_write_cache)
+
+    def write_cache_plan(self, setting: str) -> str:
+        """What ``tkbench plan`` says the run will do with the write cache."""
+        from .device.writecache import plan_text
+
+        return plan_text(None, setting, self.no_write_cache)
+
     def health(self) -> dict[str, Any] | None:
         """A SMART/health snapshot (None where the target has none)."""
         return None
@@ -156,6 +180,7 @@ class FileTarget(Target):
     """A regular file, created at ``--size`` if missing (after the guards passed)."""
 
     kind: ClassVar[str] = "file"
+    no_write_cache: ClassVar[str] = "a regular file has no drive write cache of its own"
     missing: bool = False  # still to be created
 
     def check(self, *, force: bool = False) -> None:
@@ -229,6 +254,21 @@ class BlockTarget(Target):
 
             check_method(self.device, method)
 
+    def check_write_cache(self, setting: str) -> None:
+        from .device.writecache import check
+
+        check(self.device, setting)
+
+    def write_cache(self, setting: str, sink: RecordSink) -> WriteCacheSession:
+        from .device.writecache import WriteCacheSession
+
+        return WriteCacheSession(self.device, setting, sink)
+
+    def write_cache_plan(self, setting: str) -> str:
+        from .device.writecache import plan_text
+
+        return plan_text(self.device, setting)
+
     def health(self) -> dict[str, Any] | None:
         from .device import health
 
@@ -250,6 +290,10 @@ class NbdTarget(Target):
     """An NBD export (``nbd+unix:///?socket=PATH``), e.g. the bundled SSD emulator."""
 
     kind: ClassVar[str] = "nbd"
+    no_write_cache: ClassVar[str] = (
+        "an NBD export has no drive write cache for tkbench to set (its server keeps its"
+        " own; the bundled emulator models none)"
+    )
 
     def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
         return {"ioengine": engine_for(self.kind, ioengine), "uri": self.path}

@@ -1,12 +1,13 @@
 """Shared code of the FAKE drive tools in this directory (tests only).
 
-This machine has no NVMe, SATA or SAS drive, so tkbench's purge and identify
-code is exercised against fake ``nvme``, ``hdparm``, ``sg_format``,
-``sg_sanitize``, ``smartctl`` and ``blkdiscard`` programs.  They touch no
-device: each appends its argv to ``$TKBENCH_FAKE_DIR/calls.jsonl``, reads the
-scenario from ``config.json`` there, keeps drive state (password set, sanitize
-progress) in ``state.json``, and prints canned output shaped like the real
-tools' (nvme-cli 2.x ``-o json``, smartctl 7.x ``--json``, hdparm 9.6x ``-I``).
+This machine has no NVMe, SATA or SAS drive, so tkbench's purge, identify and
+write-cache code is exercised against fake ``nvme``, ``hdparm``, ``sdparm``,
+``sg_format``, ``sg_sanitize``, ``smartctl`` and ``blkdiscard`` programs.  They
+touch no device: each appends its argv to ``$TKBENCH_FAKE_DIR/calls.jsonl``,
+reads the scenario from ``config.json`` there, keeps drive state (password set,
+sanitize progress, write cache on or off) in ``state.json``, and prints canned
+output shaped like the real tools' (nvme-cli 2.x ``-o json`` and get-feature,
+smartctl 7.x ``--json``, hdparm 9.6x ``-I`` and ``-W``, sdparm 1.12 ``--get``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 FAKES_DIR = Path(__file__).resolve().parent
-FAKE_TOOLS = ("nvme", "hdparm", "sg_format", "sg_sanitize", "smartctl", "blkdiscard")
+FAKE_TOOLS = (
+    "nvme", "hdparm", "sdparm", "sg_format", "sg_sanitize", "smartctl", "blkdiscard",
+)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- fake tools

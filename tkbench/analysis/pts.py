@@ -39,6 +39,7 @@ class Variant:
     precondition_multiple: float = 2.0  # workload-independent preconditioning, x capacity
     point_runtime: float = 60.0  # seconds of every point (one-minute rounds in WSAT)
     rounds_max: int = 25
+    write_cache: str = "disabled"  # the volatile write cache: PTS-E WCD, PTS-C WCE
 
 
 TESTS = (
@@ -61,7 +62,7 @@ TESTS = (
     ),
 )
 PTS_E = Variant("PTS-E", (4, 32), 100.0)
-PTS_C = Variant("PTS-C", (2, 16), 75.0)
+PTS_C = Variant("PTS-C", (2, 16), 75.0, write_cache="enabled")
 
 
 def variant_of(profile: Profile) -> Variant:
@@ -73,7 +74,8 @@ def departures(manifest: Manifest) -> list[str]:
 
     Compares the parameters a PTS report states: the tests, their block sizes,
     R/W mixes, point durations, round limits, loads, the ActiveRange, the
-    preconditioning amount and the write-saturation limits.
+    preconditioning amount, the write-saturation limits and the volatile write
+    cache setting.
     """
     try:
         run = build(dict(manifest.profile.resolved), manifest.profile.source)
@@ -86,6 +88,8 @@ def departures(manifest: Manifest) -> list[str]:
             f"preconditioning {run.precondition.capacity_multiple:g}x capacity "
             f"(PTS: {ref.precondition_multiple:g}x)"
         )
+    if run.workload.write_cache != ref.write_cache:
+        out.append(f"volatile write cache {run.workload.write_cache} (PTS: {ref.write_cache})")
     mine = {t.name: t for t in run.tests}
     for r in TESTS:
         t = mine.get(r.name)

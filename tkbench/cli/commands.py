@@ -57,9 +57,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     "precondition": pre,
                     "first_round": jobfile.round_jobfile(t, opts, handoff),
                 }
+        data["write_cache"] = target.write_cache_plan(plan.profile.workload.write_cache)
         print(json.dumps(data, indent=1))
         return 0
-    print(planmod.describe(plan, args.assume_mbps * 1e6))
+    print(_with_write_cache(planmod.describe(plan, args.assume_mbps * 1e6), plan, target))
     if not args.no_jobs:
         for t in plan.tests:
             opts = target.fio_options(t.spec.workload.ioengine)
@@ -74,6 +75,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"\n### {t.name}: job file of {which}")
             print(jobfile.round_jobfile(t, opts, handoff), end="")
     return 0
+
+
+def _with_write_cache(text: str, plan: planmod.Plan, target: Any) -> str:
+    """The plan's description with what the run does to the write cache, after its
+    purge line (at the end should that line ever be missing)."""
+    what = target.write_cache_plan(plan.profile.workload.write_cache)
+    line = f"Cache     volatile write cache {what}"
+    lines = text.split("\n")
+    at = next((i + 1 for i, ln in enumerate(lines) if ln.startswith("Purge")), len(lines))
+    return "\n".join([*lines[:at], line, *lines[at:]])
+
+
+def _warn_write_cache(run_dir: Path | None) -> None:
+    """A run that left the drive's write cache as tkbench set it says so, with the
+    command that puts it back (after a complete, failed or interrupted run alike)."""
+    from ..cacherecord import load
+    from ..device.writecache import restore_warning
+    from ..errors import TkbenchError
+
+    if run_dir is None:
+        return
+    try:
+        warning = restore_warning(load(run_dir))
+    except (TkbenchError, OSError):
+        return
+    if warning:
+        sys.stderr.write(f"tkbench: warning: {warning}\n")
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -152,7 +180,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         command_line=["tkbench", *sys.argv[1:]],
         resume_gap=args.resume_gap,
     )
-    out, _manifest = _with_progress(lambda progress: start(req, progress))
+    try:
+        out, _manifest = _with_progress(lambda progress: start(req, progress))
+    finally:
+        _warn_write_cache(SESSION.run_dir)
     done = _checks(args, out)
     checks = done.checks
     if done.history_error:

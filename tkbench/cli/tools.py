@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
         help="check fio, the report stack and the tools a kind of work needs; name each fix",
         description="One line per prerequisite: fio and its version, the report stack "
         "(WeasyPrint, Pango, fonts), nbdkit with its python plugin, nvme-cli, smartctl, "
-        "hdparm, sg3-utils, root, and O_DIRECT in --dir; each missing one with its fix.  "
+        "hdparm, sg3-utils, sdparm, root, and O_DIRECT in --dir; each missing one with its "
+        "fix.  "
         "Exits 4 when something the requested work needs is missing (default: a run, "
         "i.e. fio and the report stack).",
     )

@@ -6,9 +6,12 @@
 * :class:`DeviceLock` -- one run per device;
 * :func:`purge` -- secure erase (Format NVM, Sanitize, ATA Security Erase,
   sg_format) or, when allowed, a non-compliant ``blkdiscard`` fallback;
+* :class:`WriteCacheSession` -- the volatile write cache set as the profile asks
+  (nvme-cli, hdparm, sdparm), verified, and restored after the run;
 * :func:`list_devices` / :func:`format_devices` -- ``tkbench devices``.
 
-The caller's order for a destructive run: lock, check_target, confirm, purge.
+The caller's order for a destructive run: lock, check_target, confirm, write
+cache, purge.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .purge import (
     purge,
 )
 from .safety import Refusal, check_target, confirm, refusal_reasons
+from .writecache import WriteCacheError, WriteCacheRecord, WriteCacheSession
 
 __all__ = [
     "ATA_TEMP_PASSWORD",
@@ -43,6 +47,9 @@ __all__ = [
     "PurgeRecord",
     "PurgeUnsupported",
     "Refusal",
+    "WriteCacheError",
+    "WriteCacheRecord",
+    "WriteCacheSession",
     "check_target",
     "confirm",
     "default_lock_dir",

@@ -18,6 +18,7 @@ TOOL_PACKAGES = {
     "hdparm": "hdparm",
     "sg_format": "sg3-utils",
     "sg_sanitize": "sg3-utils",
+    "sdparm": "sdparm",
     "blkdiscard": "util-linux",
     "fallocate": "util-linux",
     "wipefs": "util-linux",

@@ -10,8 +10,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import cacherecord
 from ..analysis import kind_of
 from ..analysis.pts import departures
+from ..device.writecache import describe as write_cache_text
 from ..records import Manifest
 from ..store import RunData
 from . import fmt
@@ -55,7 +57,8 @@ def device_rows(manifest: Manifest) -> tuple[Row, ...]:
             f"{text_or(logical, '?')} / {text_or(physical, '?')} bytes",
         ),
         Row("Interface", text_or(ident.get("interface"))),
-        Row("Volatile write cache", text_or(ident.get("write_cache"))),
+        # the kernel's flush policy; what tkbench set and verified is under Test set-up
+        Row("Kernel write-cache mode (sysfs)", text_or(ident.get("write_cache"))),
         Row("Target", f"{text_or(target.spec)} ({text_or(target.kind)})", mono=True),
     ]
     if ident.get("emulator"):
@@ -124,7 +127,6 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
             return next(iter(groups))
         return "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
 
-    ident = identity(run.manifest)
     rows = [
         Row("Data pattern", per_test(lambda t: t.plan.workload.data_pattern)),
         Row("ActiveRange", per_test(lambda t: f"{t.plan.active_range:g} %")),
@@ -134,7 +136,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
             "Preconditioning",
             per_test(lambda t: precondition_text(t.plan, t.precondition)),
         ),
-        Row("Volatile write cache", text_or(ident.get("write_cache"))),
+        Row("Volatile write cache", write_cache_text(cacherecord.load(run.root))),
         Row(
             "Steady-state criterion",
             per_test(
@@ -221,6 +223,12 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
             "The purge before "
             + ", ".join(str(n) for n in non_compliant)
             + " was not a PTS-compliant purge."
+        )
+    cache = cacherecord.load(run.root)
+    if cache is not None and not cache.applies and cache.requested != "unchanged":
+        out.append(
+            f"The profile asks for the volatile write cache {cache.requested}, which did not "
+            f"apply: {cache.reason}."
         )
     deviations = departures(m)
     if deviations:
