@@ -14,6 +14,7 @@ import pytest
 import tkbench.analysis as core
 from tkbench import store
 from tkbench.analysis.pts import departures
+from tkbench.analysis.window import merge_bins
 from tkbench.errors import InputError
 from tkbench.records import (
     Direction,
@@ -25,7 +26,8 @@ from tkbench.records import (
     Round,
     TestPlan,
 )
-from tkbench.report import analysis, fmt, header, options, procedure, render
+from tkbench.report import analysis, fmt, header, options, procedure, render, tables
+from tkbench.report import rounds as round_parts
 from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
 from tkbench.store import RunData
 
@@ -252,14 +254,14 @@ def test_window_is_the_steady_rounds_or_the_last_rounds_of_the_last_segment() ->
 
 
 def test_histogram_rebinning_keeps_every_io() -> None:
-    bins = analysis.merge_bins(
+    bins = merge_bins(
         [
             Direction(bins_ns={"10000": 5, "20000": 7}),
             Direction(bins_ns={"10000": 1, "5000000": 2}),
         ]
     )
     assert bins == {10000: 6, 20000: 7, 5000000: 2}
-    edges, counts = analysis.log_histogram(bins)
+    edges, counts = tables.log_histogram(bins)
     assert sum(counts) == 15
     assert len(edges) == len(counts) + 1
     assert all(b > a for a, b in itertools.pairwise(edges))
@@ -500,21 +502,21 @@ def test_littles_law_uses_each_rounds_product() -> None:
         _queue_round({(4096, 100): (80_000, 200), (4096, 0): (40_000, 380)}),
         _queue_round({(4096, 100): (40_000, 400), (4096, 0): (40_000, 380)}),
     ]
-    text, warn = analysis.queue_check(_queue_plan(), rounds)
+    text, warn = round_parts.queue_check(_queue_plan(), rounds)
     assert not warn
     assert "kept 95 % to 100 % of the 16 outstanding I/Os" in text
 
 
 def test_littles_law_flags_a_starved_queue_and_impossible_numbers() -> None:
     low = [_queue_round({(4096, 100): (20_000, 400), (65536, 0): (30_000, 500)})]
-    text, warn = analysis.queue_check(_queue_plan(), low)
+    text, warn = round_parts.queue_check(_queue_plan(), low)
     assert warn
     assert "Below 80 %: 4k 100/0 (50 %)" in text and "host" in text
     high = [_queue_round({(4096, 100): (50_000, 400)})]  # 20 in flight of 16
-    text, warn = analysis.queue_check(_queue_plan(), high)
+    text, warn = round_parts.queue_check(_queue_plan(), high)
     assert warn
     assert "kept 125 % of the 16" in text and "disagree" in text and "4k 100/0" in text
-    assert analysis.queue_check(_queue_plan(), []) == ("", False)
+    assert round_parts.queue_check(_queue_plan(), []) == ("", False)
 
 
 def test_synthetic_normal_cdf_without_scipy() -> None:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .analysis.kinds import RoundSpec, kind_named
 from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
 from .records import Limits, PlannedPoint, PreconditionPlan, TestPlan, Workload
 from .records.base import dump
@@ -95,19 +96,25 @@ class PlannedTest:
 
     @property
     def min_rounds(self) -> int:
-        if self.spec.kind == "steady":
-            return self.spec.rounds.window
-        if self.spec.kind == "fixed":
-            return self.spec.repeat
-        return 1
+        return kind_named(self.spec.kind).round_bounds(self.round_spec)[0]
 
     @property
     def max_rounds(self) -> int:
-        if self.spec.kind == "steady":
-            return self.spec.rounds.max
-        if self.spec.kind == "fixed":
-            return self.spec.repeat
-        return max(1, math.ceil(self.spec.max_duration / max(self.round_seconds, 1e-9)))
+        return kind_named(self.spec.kind).round_bounds(self.round_spec)[1]
+
+    @property
+    def round_spec(self) -> RoundSpec:
+        return RoundSpec(
+            window=self.spec.rounds.window,
+            max_rounds=self.spec.rounds.max,
+            repeat=self.spec.repeat,
+            max_duration=self.spec.max_duration,
+            round_seconds=self.round_seconds,
+            max_excursion=self.spec.rounds.max_excursion,
+            max_slope_excursion=self.spec.rounds.max_slope_excursion,
+            stop_written_multiple=self.spec.stop_written_multiple,
+            tracking=tuple(x.label for x in self.tracking),
+        )
 
     def record(self, ioengine_used: str = "") -> TestPlan:
         """The test as ``test.json`` records it (with the fio engine the target
@@ -237,7 +244,7 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     + ", ".join(t.label for t in lost)
                     + " cannot be measured on this device"
                 )
-            if spec.kind == "steady" and not tracking:
+            if kind_named(spec.kind).has_steady_state and not tracking:
                 notes.append(f"test {name} skipped: none of its tracking variables can be measured")
                 continue
             points = tuple(
@@ -332,20 +339,7 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
                 f"    {pt.job_name:<22} {pt.rw:<9} bs={format_size(pt.bs):<6} "
                 f"R/W {pt.mix.label:<7} {format_duration(pt.runtime)}"
             )
-        if s.kind == "steady":
-            r = s.rounds
-            lines.append(
-                f"  stop      steady state of {', '.join(x.label for x in t.tracking)}: "
-                f"window {r.window}, data excursion <= {r.max_excursion:.0%}, "
-                f"slope excursion <= {r.max_slope_excursion:.0%}; at most {r.max} rounds"
-            )
-        elif s.kind == "saturation":
-            lines.append(
-                f"  stop      after {s.stop_written_multiple:g}x user capacity written "
-                f"or {format_duration(s.max_duration)}"
-            )
-        else:
-            lines.append(f"  stop      after {s.repeat} repetition(s)")
+        lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
         for note in t.notes:
             lines.append(f"  note      {note}")
     for note in plan.notes:

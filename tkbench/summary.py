@@ -7,6 +7,7 @@ from typing import Any
 
 from . import cacherecord
 from .analysis import analyze_test
+from .analysis.kinds import kind_named
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
 from .records.base import dump
@@ -98,16 +99,9 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"Resumed   {_when(r.get('at'))}: test {r.get('test')}, {r.get('action')}")
     for t in s["tests"]:
         lines.append("")
-        if t["kind"] == "steady":
-            verdict = (
-                f"steady state in rounds {t['window'][0]}-{t['window'][-1]}"
-                if t["steady_state"]
-                else "steady state not reached"
-            )
-        elif t["kind"] == "saturation":
-            verdict = f"{human_bytes(t['total_written_bytes'])} written"
-        else:
-            verdict = "fixed repetitions"
+        verdict = kind_named(t["kind"]).state(
+            t["steady_state"], t["window"], t["total_written_bytes"]
+        )
         lines.append(
             f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
         )

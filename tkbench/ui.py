@@ -11,8 +11,6 @@ from typing import Any, TextIO
 
 from .units import format_duration, human_bytes, timestamp
 
-SATURATION_STEPS = 1000  # resolution of the write-saturation bar
-
 
 def _stamp() -> str:
     return timestamp()
@@ -175,7 +173,7 @@ class RichProgress:
             self.console.print(f"  {test.name} round {info['round']}: {vals}")
         elif kind == "test_done":
             self.console.print(f"[bold]{test.title}[/]: {info['result'].summary}")
-            full = SATURATION_STEPS if test.spec.kind == "saturation" else test.max_rounds
+            full = test.max_rounds  # the bar's total, whatever ended the test
             self.bars.update(self.test_task, completed=full)
             self._advance_run()
         elif kind == "run_done":

@@ -9,16 +9,33 @@ and its report section.  Pure: plans and rounds are the stored records.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..records import Result, Round, TestPlan
+from ..units import format_duration, human_bytes
 from .segments import reached, segment_rounds, segment_verdicts
 
 # whatever its segments, a steady-state test never runs more than this many times its
 # round limit
 ROUND_CAP = 4
+
+
+@dataclass(frozen=True)
+class RoundSpec:
+    """What bounds a planned test's rounds (its profile's numbers)."""
+
+    window: int
+    max_rounds: int
+    repeat: int
+    max_duration: float  # seconds
+    round_seconds: float
+    max_excursion: float = 0.2
+    max_slope_excursion: float = 0.1
+    stop_written_multiple: float = 4.0
+    tracking: tuple[str, ...] = ()  # tracking variable labels
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,18 @@ class TestKind:
     name = ""
     has_steady_state = False  # a steady-state verdict decides and is reported
     idle_starts_segment = False  # an idle gap inside a run begins a new segment
+
+    def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
+        """The fewest and the most rounds a test of this kind runs."""
+        raise NotImplementedError
+
+    def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
+        """How ``tkbench show`` states where the test got to."""
+        raise NotImplementedError
+
+    def stop_text(self, spec: RoundSpec) -> str:
+        """The stop rule as ``tkbench plan`` states it."""
+        raise NotImplementedError
 
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         """Why the test stops now (recorded in its result), or None to run a round."""
@@ -66,6 +95,21 @@ class Steady(TestKind):
     name = "steady"
     has_steady_state = True
     idle_starts_segment = True
+
+    def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
+        return spec.window, spec.max_rounds
+
+    def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
+        if steady and window:
+            return f"steady state in rounds {window[0]}-{window[-1]}"
+        return "steady state not reached"
+
+    def stop_text(self, spec: RoundSpec) -> str:
+        return (
+            f"steady state of {', '.join(spec.tracking)}: window {spec.window}, data excursion "
+            f"<= {spec.max_excursion:.0%}, slope excursion <= {spec.max_slope_excursion:.0%}; "
+            f"at most {spec.max_rounds} rounds"
+        )
 
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         # the round limit applies per segment: a new segment starts a new series
@@ -99,6 +143,18 @@ class Saturation(TestKind):
 
     name = "saturation"
 
+    def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
+        return 1, max(1, math.ceil(spec.max_duration / max(spec.round_seconds, 1e-9)))
+
+    def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
+        return f"{human_bytes(written)} written"
+
+    def stop_text(self, spec: RoundSpec) -> str:
+        return (
+            f"after {spec.stop_written_multiple:g}x user capacity written "
+            f"or {format_duration(spec.max_duration)}"
+        )
+
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         multiple = plan.stop_written_multiple
         if p.rounds and p.total_written >= multiple * p.capacity:
@@ -123,6 +179,15 @@ class Fixed(TestKind):
     """A fixed number of repetitions, without a steady-state rule."""
 
     name = "fixed"
+
+    def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
+        return spec.repeat, spec.repeat
+
+    def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
+        return "fixed repetitions"
+
+    def stop_text(self, spec: RoundSpec) -> str:
+        return f"after {spec.repeat} repetition(s)"
 
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         repeat = plan.repeat

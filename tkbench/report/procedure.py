@@ -18,6 +18,7 @@ from ..units import format_size
 from . import fmt
 from .labels import mix_label, tracking_of
 from .model import Row
+from .sections import section_for
 
 
 def outstanding(plan: TestPlan) -> str:
@@ -38,9 +39,7 @@ def purge_text(plan: TestPlan, purge: Purge | None) -> str:
 def precondition_text(plan: TestPlan, pre: Precondition | None) -> str:
     planned = plan.precondition
     if not planned:
-        if plan.kind == "saturation":
-            return "none: write saturation starts from the purged drive, as PTS prescribes"
-        return "none (not part of this test's plan)"
+        return section_for(plan).no_precondition
     if pre is None:
         return (
             f"planned ({fmt.gb(planned.total_bytes)}), but not recorded "
@@ -58,22 +57,7 @@ def precondition_text(plan: TestPlan, pre: Precondition | None) -> str:
 
 
 def stop_rule(plan: TestPlan, capacity: int) -> str:
-    kind = plan.kind
-    lim = plan.rounds
-    if kind == "steady":
-        return (
-            f"steady state of every tracking variable over a window of {lim.window} "
-            f"rounds (data excursion ≤ {fmt.limit(lim.max_excursion)} "
-            f"and slope excursion ≤ {fmt.limit(lim.max_slope_excursion)} "
-            f"of the window mean), or at most {lim.max} rounds"
-        )
-    if kind == "saturation":
-        mult = plan.stop_written_multiple
-        return (
-            f"{mult:g}× the user capacity written ({fmt.gb(mult * capacity)}) or "
-            f"{fmt.duration(plan.max_duration)}, whichever comes first"
-        )
-    return f"{plan.repeat} repetition(s)"
+    return section_for(plan).stop_rule(plan, capacity)
 
 
 def ioengine(plan: TestPlan) -> str:
@@ -131,17 +115,6 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     return tuple(rows)
 
 
-def saturation_stop(t: TestData, capacity: int) -> str:
-    """Which limit ended a write-saturation test."""
-    if t.result is None or not t.rounds or not capacity:
-        return ""
-    written = t.rounds[-1].total_written_bytes
-    mult = t.plan.stop_written_multiple
-    if mult and written >= mult * capacity:
-        return f" It stopped when {mult:g}× the user capacity had been written."
-    return " It stopped at its time limit."
-
-
 def outcome(t: TestData, capacity: int = 0) -> str:
     if not t.rounds:
         return "No round was completed."
@@ -160,9 +133,7 @@ def outcome(t: TestData, capacity: int = 0) -> str:
             f"{fmt.rounds([r.round for r in seg])} form segment {segments[-1]}, "
             "begun after fresh preconditioning; the measurement window lies in that segment."
         )
-    if t.plan.kind == "saturation":
-        text += saturation_stop(t, capacity)
-    return text
+    return text + section_for(t.plan).outcome_tail(t, capacity)
 
 
 HEALTH_FIELDS = (

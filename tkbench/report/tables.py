@@ -1,0 +1,161 @@
+"""The report's result tables of a test: block size x R/W mix matrices, the latency
+table with pooled percentiles, and the response-time histograms (pure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..analysis.window import DIRECTIONS, PointMean, find_point, merge_bins
+from ..fiojson import percentile_from_bins
+from ..records import Round, TestPlan
+from ..units import format_size
+from ..vocab import MS
+from .labels import mix_caption, mix_label
+from .model import Histogram, LatencyRow, Matrix
+
+HIST_BINS_PER_DECADE = 12
+
+
+def matrix(
+    key: str,
+    caption: str,
+    unit: str,
+    plan: TestPlan,
+    means: Mapping[tuple[int, int], PointMean],
+    value: Any,
+) -> Matrix:
+    """A block size x R/W mix table of ``value(point_mean)``."""
+    sizes, mx = plan.block_sizes, plan.mixes
+    rows = []
+    for bs in sizes:
+        row: list[float | None] = []
+        for m in mx:
+            pm = means.get((bs, m))
+            v = value(pm) if pm is not None else None
+            row.append(v if v is None or math.isfinite(v) else None)
+        rows.append(tuple(row))
+    return Matrix(
+        key=key,
+        caption=caption,
+        unit=unit,
+        row_title="Block size",
+        col_title="R/W mix (% read / % write)",
+        rows=tuple(format_size(b) for b in sizes),
+        cols=tuple(mix_caption(m) for m in mx),
+        values=tuple(rows),
+    )
+
+
+def matrices_for(
+    metric: str, plan: TestPlan, means: Mapping[tuple[int, int], PointMean]
+) -> tuple[Matrix, ...]:
+    iops = matrix("iops", "IOPS", "IOPS", plan, means, lambda p: p.iops)
+    bw = matrix("bw", "Throughput", "MB/s", plan, means, lambda p: p.bw_mbs)
+    if metric == "iops":
+        return (iops,)
+    if metric == "bw":
+        return (bw,)
+    if metric == "lat_mean":
+        return (
+            matrix("lat_mean", "Mean response time", "ms", plan, means, lambda p: p.lat_mean_ms),
+            matrix("lat_max", "Maximum response time", "ms", plan, means, lambda p: p.lat_max_ms),
+            iops,
+        )
+    return (iops, bw)
+
+
+def percentile_names(plan: TestPlan, means: Mapping[tuple[int, int], PointMean]) -> tuple[str, ...]:
+    asked = [f"{p:g}" for p in plan.percentiles]
+    if asked:
+        return tuple(asked)
+    found: set[str] = set()
+    for pm in means.values():
+        for d in pm.directions.values():
+            found.update(d.percentiles_ms)
+    return tuple(k for k in ("99", "99.9", "99.99", "99.999") if k in found)
+
+
+def latency_rows(
+    plan: TestPlan, means: Mapping[tuple[int, int], PointMean], names: Sequence[str]
+) -> tuple[LatencyRow, ...]:
+    rows = []
+    for bs in plan.block_sizes:
+        for m in plan.mixes:
+            pm = means.get((bs, m))
+            if pm is None:
+                continue
+            for direction in DIRECTIONS:
+                d = pm.directions.get(direction)
+                if d is None:
+                    continue
+                rows.append(
+                    LatencyRow(
+                        bs=format_size(bs),
+                        mix=mix_label(m),
+                        direction=direction,
+                        iops=d.iops,
+                        mean_ms=d.mean_ms,
+                        max_ms=d.max_ms,
+                        percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
+                        samples=d.samples,
+                    )
+                )
+    return tuple(rows)
+
+
+def log_histogram(
+    bins: Mapping[int, int], per_decade: int = HIST_BINS_PER_DECADE
+) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """Re-bin fio's buckets onto logarithmically spaced edges in ms."""
+    values = np.array(sorted(bins), dtype=float) / MS
+    counts = np.array([bins[k] for k in sorted(bins)], dtype=float)
+    values = np.maximum(values, 1e-6)
+    lo = math.floor(math.log10(values.min()) * per_decade) / per_decade
+    hi = (math.floor(math.log10(values.max()) * per_decade) + 1) / per_decade
+    n = max(1, round((hi - lo) * per_decade))
+    edges = np.logspace(lo, hi, n + 1)
+    hist, _ = np.histogram(values, bins=edges, weights=counts)
+    return tuple(float(e) for e in edges), tuple(int(c) for c in hist)
+
+
+def histograms(
+    plan: TestPlan,
+    records: Sequence[Round],
+    means: Mapping[tuple[int, int], PointMean],
+) -> tuple[Histogram, ...]:
+    out = []
+    for bs in plan.block_sizes:
+        for m in plan.mixes:
+            pm = means.get((bs, m))
+            if pm is None:
+                continue
+            for direction in DIRECTIONS:
+                dirs = [
+                    getattr(p, direction)
+                    for r in records
+                    if (p := find_point(r, bs, m)) is not None
+                ]
+                bins = merge_bins(dirs)
+                dm = pm.directions.get(direction)
+                if not bins or dm is None:
+                    continue
+                edges, counts = log_histogram(bins)
+                out.append(
+                    Histogram(
+                        point=f"{format_size(bs)} {mix_label(m)}",
+                        bs=format_size(bs),
+                        mix=mix_label(m),
+                        direction=direction,
+                        edges_ms=edges,
+                        counts=counts,
+                        total=sum(bins.values()),
+                        mean_ms=dm.mean_ms,
+                        p9999_ms=percentile_from_bins(bins, 99.99) / MS,
+                        max_ms=dm.max_ms,
+                    )
+                )
+    return tuple(out)
