@@ -136,3 +136,12 @@ def test_numbers_a_record_cannot_hold_are_refused() -> None:
         TestPlan.load(_plan(rounds={"window": 0}), HERE)
     with pytest.raises(RunDirError, match=r"field tracking\.x is a string, expected number"):
         Round.load({"round": 1, "points": [], "tracking": {"x": "fast"}}, HERE)
+
+
+def test_a_round_without_histograms_writes_no_bins_field() -> None:
+    # the schema-1 readers of earlier tkbench refuse "bins_ns": null; a run directory
+    # written now must still load there (its manifest says schema 1)
+    point = {"bs": 4096, "read_pct": 0, "write": {"io_bytes": 1, "bins_ns": {"1000": 1}}}
+    r = Round.load({"round": 1, "points": [point], "tracking": {}}, HERE)
+    written = r.to_json()["points"][0]
+    assert "bins_ns" not in written["read"] and written["write"]["bins_ns"] == {"1000": 1}

@@ -15,7 +15,7 @@ history of each format is in its class's docstring and in docs/run-directory.md.
 
 Field metadata (``dataclasses.field(metadata=...)``): ``minimum`` (a number's
 lower bound), ``numeric_keys`` (an object whose keys are numbers: percentiles
-``"99.99"``, histogram bins in ns).
+``"99.99"``, histogram bins in ns), ``omit_none`` (not written while None).
 """
 
 from __future__ import annotations
@@ -191,8 +191,13 @@ def _plain(value: Any) -> Any:
 
 
 def dump(record: Any) -> dict[str, Any]:
-    """A record (or a part of one) as a JSON object, fields in their declared order."""
-    return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    """A record (or a part of one) as a JSON object, fields in their declared order
+    (a field with ``omit_none`` metadata is left out while it is None)."""
+    return {
+        f.name: _plain(value)
+        for f in dataclasses.fields(record)
+        if (value := getattr(record, f.name)) is not None or not f.metadata.get("omit_none")
+    }
 
 
 class Record:

@@ -43,7 +43,10 @@ class Direction:
     # percentile ("99.99") -> ns
     percentiles_ns: Mapping[str, float] = field(default_factory=dict, metadata=NUMERIC_KEYS)
     # histogram tests: bin (ns, as a string) -> I/Os (fio's json+ bins)
-    bins_ns: Mapping[str, float] | None = field(default=None, metadata=NUMERIC_KEYS)
+    # (left out of the file when there are none, as format 1 did: its readers refuse null)
+    bins_ns: Mapping[str, float] | None = field(
+        default=None, metadata={**NUMERIC_KEYS, "omit_none": True}
+    )
 
 
 @dataclass(frozen=True)
