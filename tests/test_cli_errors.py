@@ -341,3 +341,34 @@ def test_a_run_directory_of_the_wrong_shape_names_file_and_field(
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and named in err, err
+
+
+def test_a_character_device_is_refused_as_a_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # refused always (docs/safety.md): exit 3, like every other safety refusal
+    argv = ["run", "--target", "/dev/null", "--yes", "--out", str(tmp_path / "run")]
+    assert cli.main(argv) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "neither a regular file nor a block device" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_report_where_no_file_can_be_created_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # /proc is a directory root may write by its permissions, yet no file can be made
+    # there: found before rendering, not as a write failure after it
+    run = Path(__file__).parent / "data" / "rundirs" / "emu"
+    assert cli.main(["report", str(run), "--out", "/proc/tkbench-report.pdf"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot create a file in /proc" in err
+
+
+def test_an_error_naming_a_path_with_a_newline_stays_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = tmp_path / "a\nb\x1b[31m"
+    assert cli.main(["show", str(odd)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a\\nb\\x1b[31m: no such run directory" in err

@@ -97,7 +97,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 def check_output_file(path: Path, what: str) -> None:
     """Refuse, before any work, an output file that could not be written: a directory,
     a place under a file, no write permission.  Missing parent directories are fine
-    (they are made when the file is written); this creates nothing."""
+    (they are made when the file is written); this leaves nothing behind."""
     from .errors import InputError
 
     path = Path(path)
@@ -109,7 +109,8 @@ def check_output_file(path: Path, what: str) -> None:
 
 
 def check_creatable(path: Path, what: str) -> None:
-    """Refuse a path whose nearest existing ancestor is no writable directory."""
+    """Refuse a path whose nearest existing ancestor is no directory a file can be
+    created in (a probe file is created there and removed at once)."""
     from .errors import InputError
 
     parent = Path(path).absolute().parent
@@ -119,6 +120,15 @@ def check_creatable(path: Path, what: str) -> None:
         raise InputError(f"{what} {path}: {parent} is not a directory")
     if not os.access(parent, os.W_OK):
         raise InputError(f"{what} {path}: no write permission in {parent}")
+    # permissions are not everything (/proc, /sys, a full or odd filesystem): try it
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".tkbench-probe-", dir=parent)
+    except OSError as exc:
+        raise InputError(
+            f"{what} {path}: cannot create a file in {parent}: {exc.strerror}"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -368,7 +368,7 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"target {spec} is a directory; give a file, a block device or an NBD URI")
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"target {spec} is neither a regular file nor a block device")
+        raise SafetyError(f"target {spec} is neither a regular file nor a block device")
     cap = st.st_size
     if size is not None and size != cap:
         raise InputError(

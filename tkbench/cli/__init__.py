@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, where a closed pipe can still be told apart
         return code
     except TkbenchError as exc:
-        sys.stderr.write(f"tkbench: error: {exc}\n")
+        sys.stderr.write(f"tkbench: error: {support.one_line(str(exc))}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("tkbench: interrupted\n")

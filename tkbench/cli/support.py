@@ -130,3 +130,16 @@ def internal_error(exc: BaseException) -> int:
         f"{': ' + message if message else ''} ({where}please report it)\n"
     )
     return EXIT_INTERNAL
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+}
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters escaped: an error stays one line even when it
+    quotes a path with a newline in it (scripts read the first line of stderr)."""
+    return text.translate(_CONTROL)
