@@ -1,4 +1,4 @@
-"""Shared fixtures and the ``fio`` marker.
+"""Shared fixtures, the ``fio`` and the ``postgres`` markers.
 
 Tests that run fio (directly, or through ``tkbench run``/``demo``, the emulator,
 ``fio --server``...) carry ``@pytest.mark.fio`` (``pytestmark = pytest.mark.fio``
@@ -7,13 +7,22 @@ the install hint -- it is never skipped, so CI cannot pass by silently leaving
 out the real-fio tests.  Every other test runs without fio:
 ``pytest -m "not fio"`` with fio absent from PATH is how that is checked (a test
 that needs fio but lacks the marker fails there).
+
+Tests that use the real PostgreSQL server (the ``pg_server`` and ``pg_url``
+fixtures, tests/_postgres.py) carry ``@pytest.mark.postgres``; without the server
+binaries they fail with the install hint, never skip.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import shutil
+from collections.abc import Iterator
 
 import pytest
+
+from tests._postgres import Server, running_server
 
 FIO_HINT = "fio is not installed: run 'make deps' (apt-get install fio)"
 
@@ -24,14 +33,39 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # module-scoped ones that start real runs (which would fail less clearly)
     if item.get_closest_marker("fio") is not None and shutil.which("fio") is None:
         pytest.fail(FIO_HINT, pytrace=False)
+    uses_server = {"pg_server", "pg_url"} & set(getattr(item, "fixturenames", ()))
+    if uses_server and item.get_closest_marker("postgres") is None:
+        pytest.fail("a test that uses the PostgreSQL server needs @pytest.mark.postgres")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Server]:
+    """One real PostgreSQL server for the session (tests/_postgres.py)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(contextlib.contextmanager(running_server)())
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield server
+
+
+_databases = itertools.count(1)
+
+
+@pytest.fixture
+def pg_url(pg_server: Server) -> str:
+    """The URL of a new, empty database on the test server, one per test."""
+    return pg_server.new_database(f"t{next(_databases)}")
 
 
 @pytest.fixture(autouse=True)
 def _private_history(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Runs made by tests are indexed in a throw-away history, never the user's."""
+    """Runs made by tests are indexed in a throw-away history, never the user's, and
+    under no rig name of the machine's."""
     monkeypatch.setenv("TKBENCH_HISTORY", str(tmp_path_factory.getbasetemp() / "history.sqlite"))
+    monkeypatch.delenv("TKBENCH_RIG", raising=False)
 
 
 @pytest.fixture(autouse=True)

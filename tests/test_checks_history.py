@@ -179,24 +179,3 @@ def test_compare_names_conditions_that_differ(
     ).stdout
     assert "Conditions differ." in text
     assert "outstanding I/O: run 1 2 jobs × QD 8; run 2 2 jobs × QD 1" in " ".join(text.split())
-
-
-def test_history_format_is_versioned_and_a_newer_one_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import sqlite3
-
-    from tkbench.history import HISTORY_VERSION, SCHEMA
-
-    run = Path(__file__).parent / "data" / "rundirs" / "file-a"
-    old = tmp_path / "old.sqlite"  # as tkbench wrote it before it stamped a version
-    with sqlite3.connect(old) as con:
-        con.executescript(SCHEMA)
-    assert cli.main(["history", "--history", str(old), "--add", str(run), "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 1
-    with sqlite3.connect(old) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == HISTORY_VERSION
-        con.execute(f"PRAGMA user_version = {HISTORY_VERSION + 1}")
-    assert cli.main(["history", "--history", str(old)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "written by a newer tkbench" in err

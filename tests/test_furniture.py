@@ -36,8 +36,8 @@ def test_licence_and_version_are_written_once() -> None:
 def test_the_man_page_documents_every_command_and_option() -> None:
     page = docgen.manpage()
     parser = cli.build_parser()
-    commands = list(docgen._subcommands(parser))
-    assert {"run", "doctor", "export", "profiles", "emulate", "report"} <= {
+    commands = list(docgen._all_commands(parser))
+    assert {"run", "doctor", "export", "profiles", "emulate", "report", "history prune"} <= {
         n for n, _, _ in commands
     }
     for name, _, sub in commands:
@@ -80,6 +80,7 @@ def test_bash_completion_completes_commands_options_and_values(tmp_path: Path) -
     assert _bash_complete(script, ["run", "--pro"]) == ["--profile"]
     assert _bash_complete(script, ["-q", "plan", "--profile", ""]) == ["pts-c", "pts-e", "quick"]
     assert _bash_complete(script, ["export", "run1", "--format", "o"]) == ["openmetrics"]
+    assert _bash_complete(script, ["history", "pr"]) == ["prune"]
     assert _bash_complete(script, ["doctor", "--for", ""]) == sorted(
         ["demo", "nvme", "report", "run", "sas", "sata"]
     )

@@ -236,7 +236,7 @@ def _same_target(stored: TargetRecord, target: Target) -> None:
 def check_outputs(
     *,
     junit: Path | None = None,
-    history_db: Path | bool | None = True,
+    history_db: str | Path | bool | None = True,
     baseline: Path | None = None,
     target: str | None = None,
     run_dir: Path | None = None,
@@ -245,14 +245,14 @@ def check_outputs(
     it: an unwritable JUnit file, an unusable history, a baseline that is no run; and
     a JUnit file that would overwrite the target, a run's records or the baseline.
     Reads only; creates nothing."""
-    from .history import History
+    from .history import open_history
     from .store import check_output_file
 
     if junit is not None:
         check_output_file(junit, "--junit")
         _check_junit_place(junit, target, run_dir, baseline)
     if history_db:
-        History(None if history_db is True else Path(history_db)).check_usable()
+        open_history(None if history_db is True else history_db).check_usable()
     if baseline is not None:
         if not baseline.is_dir():
             raise InputError(f"--baseline {baseline}: no such run directory")
@@ -291,18 +291,20 @@ def finish_checks(
     out: Path,
     *,
     junit: Path | None = None,
-    history_db: Path | bool | None = True,
+    history_db: str | Path | bool | None = True,
     baseline: Path | None = None,
     threshold: float | None = None,
+    rig: str | None = None,
 ) -> ChecksDone:
     """Evaluate, store (checks.json), export (JUnit) and index the checks of a run.
 
-    ``history_db``: a path, True for the default database, None/False for none.
+    ``history_db``: a path or URL, True for the default database, None/False for none;
+    ``rig``: the rig name the run is indexed under.
     ``threshold`` (percent) overrides the profile's regression threshold.
     """
     from . import checks as checkmod
     from .analysis import headline
-    from .history import History
+    from .history import open_history
 
     run = load_run(out)
     m = run.manifest
@@ -313,14 +315,19 @@ def finish_checks(
     limit = threshold if threshold is not None else acc.regression_threshold
     history = None
     if history_db:
-        history = History(None if history_db is True else Path(history_db))
+        history = open_history(None if history_db is True else history_db)
     baseline_name = None
+    warnings: list[str] = []  # the history's failures: the run itself stands
     if limit > 0:
         base: dict[str, float] | None = None
         if baseline is not None:
             base, baseline_name = headline(load_run(baseline)), str(baseline)
         elif history is not None:
-            prev = history.previous(run)
+            try:
+                prev = history.previous(run)
+            except TkbenchError as exc:
+                warnings.append(f"no regression baseline from the history: {exc}")
+                prev = None
             if prev is not None:
                 base, baseline_name = prev.headline, prev.run_dir
         if base is not None and baseline_name is not None:
@@ -330,15 +337,16 @@ def finish_checks(
         checkmod.write_junit(junit, run, found)
     if history is not None:
         try:
-            history.add(run, data)
+            history.add(run, data, rig=rig)
         except TkbenchError as exc:  # the run itself is complete: a warning, not a failure
-            return ChecksDone(data, str(exc))
-    return ChecksDone(data)
+            warnings.append(f"run not indexed: {exc}")
+    return ChecksDone(data, "; ".join(warnings) or None)
 
 
 @dataclass(frozen=True)
 class ChecksDone:
-    """The checks of a finished run, and why it could not be indexed (if it could not)."""
+    """The checks of a finished run, and what went wrong with the history (if anything):
+    why the run could not be indexed, or had no baseline from it."""
 
     checks: Checks
     history_error: str | None = None

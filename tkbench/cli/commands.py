@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from .. import plan as planmod
 from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from . import support
+from .options import rig_name
 from .support import SESSION, info
 
 if TYPE_CHECKING:
+    from ..history import History, Indexed
     from ..records import Manifest
     from ..runs import ChecksDone
 
@@ -152,6 +154,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         if args.out is not None and args.out.resolve() != args.resume.resolve():
             raise InputError(f"--out {args.out} differs from --resume {args.resume}")
+    if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
+        args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
     check_outputs(
         junit=args.junit,
         history_db=None if args.no_history else (args.history or True),
@@ -187,7 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     done = _checks(args, out)
     checks = done.checks
     if done.history_error:
-        sys.stderr.write(f"tkbench: warning: run not indexed: {done.history_error}\n")
+        sys.stderr.write(f"tkbench: warning: {done.history_error}\n")
     if not args.no_report:
         _write_report(out)
     if args.json:
@@ -216,6 +220,7 @@ def _checks(args: argparse.Namespace, out: Path) -> ChecksDone:
         history_db=None if args.no_history else (args.history or True),
         baseline=args.baseline,
         threshold=args.regression_threshold,
+        rig=args.rig,
     )
 
 
@@ -278,22 +283,92 @@ def _progress(interactive: bool) -> Any:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ..history import History, format_entries
-    from ..store import load_run
+    from ..history import format_entries
 
-    history = History(args.history)
-    if args.history is not None and not args.add and not args.history.exists():
-        # a listing never creates a database; a wrong path is an error, not "no runs"
-        raise InputError(f"history database {args.history} does not exist")
-    runs = [load_run(d) for d in args.add]  # every one readable before anything is written
-    for run in runs:
-        history.add(run)
-    entries = history.entries(model=args.model, serial=args.serial)
+    history = _history_for(args, listing=not args.add)
+    if args.add:
+        _import(history, args.add, rig=None)
+    entries = history.entries(model=args.model, serial=args.serial, since=args.since)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=1))
     else:
         print(format_entries(entries))
+    if not entries and args.history is None and not os.environ.get("TKBENCH_HISTORY"):
+        _hint_system_history()
     return 0
+
+
+def cmd_history_import(args: argparse.Namespace) -> int:
+    history = _history_for(args, listing=False)
+    done = _import(history, args.run_dirs, rig=args.rig)
+    new = sum(d.new for d in done)
+    print(
+        f"{_count(len(done), 'run', 'runs')} indexed in {history.location}: "
+        f"{new} new, {len(done) - new} already there"
+    )
+    return 0
+
+
+def cmd_history_prune(args: argparse.Namespace) -> int:
+    from ..history import format_entries
+
+    asking = not args.yes
+    if asking and not _tty(sys.stdin):
+        raise InputError("history prune: no terminal to ask on; give --yes to drop the entries")
+    history = _history_for(args, listing=True)
+    stale = history.stale()
+    if stale.elsewhere:
+        info(f"{_count(stale.elsewhere, 'entry', 'entries')} indexed on other hosts left alone")
+    if not stale.gone:
+        print(f"nothing to prune in {history.location}: every run directory is there")
+        return 0
+    what = _count(len(stale.gone), "entry", "entries")
+    if asking:
+        sys.stderr.write(format_entries(stale.gone) + "\n")
+        answer = _prompt(f"drop these {what}, whose run directories are gone? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing dropped")
+            return 0
+    dropped = history.remove(e.run_dir for e in stale.gone)
+    print(f"dropped {_count(dropped, 'entry', 'entries')} from {history.location}")
+    return 0
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _history_for(args: argparse.Namespace, *, listing: bool) -> History:
+    """The history of ``--history`` (or the default).  ``listing``: it must exist when
+    named (a listing never creates one, and a wrong path is an error, not "no runs")."""
+    from ..history import open_history
+
+    location = getattr(args, "history", None)
+    history = open_history(location)
+    if listing and location is not None and not history.exists():
+        raise InputError(f"history database {history.location} does not exist")
+    return history
+
+
+def _import(history: History, run_dirs: list[Path], rig: str | None) -> list[Indexed]:
+    from ..store import load_run
+
+    runs = [(load_run(d), None) for d in run_dirs]  # every one readable before any is indexed
+    done = history.index(runs, rig=rig)
+    for d, path in zip(done, run_dirs, strict=True):
+        info(f"{'indexed' if d.new else 'indexed again'}: {path}")
+    return done
+
+
+def _hint_system_history() -> None:
+    """A user's own history is empty, root's runs are in the system-wide one: say so."""
+    from ..history import SYSTEM_PATH
+
+    if os.geteuid() != 0 and SYSTEM_PATH.exists():
+        info(
+            f"root's runs are in {SYSTEM_PATH}: "
+            f"{support.command_name()} history --history {SYSTEM_PATH}"
+        )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

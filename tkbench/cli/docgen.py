@@ -26,12 +26,14 @@ EXIT_STATUS = (
 FILES = (
     ("~/.config/tkbench/profiles/", "your profiles ($XDG_CONFIG_HOME/tkbench/profiles)"),
     ("/etc/tkbench/profiles/", "profiles for every user of the machine"),
-    ("~/.local/share/tkbench/history.sqlite", "the run history ($XDG_DATA_HOME)"),
+    ("~/.local/share/tkbench/history.sqlite", "your run history ($XDG_DATA_HOME)"),
+    ("/var/lib/tkbench/history.sqlite", "root's run history, readable by every user"),
 )
 ENVIRONMENT = (
     ("XDG_CONFIG_HOME", "where your profiles are looked up (default ~/.config)"),
-    ("XDG_DATA_HOME", "where the history database is kept (default ~/.local/share)"),
-    ("TKBENCH_HISTORY", "the history database to use"),
+    ("XDG_DATA_HOME", "where your history database is kept (default ~/.local/share)"),
+    ("TKBENCH_HISTORY", "the history to use: an SQLite file or a postgresql:// URL"),
+    ("TKBENCH_RIG", "the rig name runs are indexed under in the history (run --rig)"),
     ("TKBENCH_DEBUG", "show the traceback of an internal error, as -v does"),
 )
 
@@ -51,6 +53,21 @@ def _subcommands(
             helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name, sub in action.choices.items():
                 yield name, _plain(helps.get(name, "")), sub
+
+
+def _actions(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """A command's own subcommands (``history import``): (name, help, parser)."""
+    for name, summary, sub in _subcommands(parser):
+        yield f"{parser.prog.split(' ', 1)[1]} {name}", summary, sub
+
+
+def _all_commands(
+    parser: argparse.ArgumentParser,
+) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """Every command, each followed by its own subcommands."""
+    for name, summary, sub in _subcommands(parser):
+        yield name, summary, sub
+        yield from _actions(sub)
 
 
 def _plain(text: str | None) -> str:
@@ -118,7 +135,7 @@ def manpage(parser: argparse.ArgumentParser | None = None) -> str:
     for action in _options(parser):
         out += _man_option(action)
     out.append(".SH COMMANDS")
-    for name, summary, sub in _subcommands(parser):
+    for name, summary, sub in _all_commands(parser):
         out += [f'.SS "tkbench {name}"', _roff(_plain(sub.description) or summary)]
         for action in _options(sub):
             if action.dest == "help" or (
@@ -154,6 +171,8 @@ def bash_completion(parser: argparse.ArgumentParser | None = None) -> str:
     cases = []
     for name, _, sub in _subcommands(parser):
         opts = [o for a in _options(sub) for o in a.option_strings]
+        actions = [n.split(" ", 1)[1] for n, _, _ in _actions(sub)]  # history import, prune
+        words = f'$(compgen -W "{_words(actions)}" -- "$cur") ' if actions else ""
         values = []
         for a in _options(sub):
             if not a.option_strings or not _takes_value(a):
@@ -176,7 +195,7 @@ def bash_completion(parser: argparse.ArgumentParser | None = None) -> str:
             f'            if [[ "$cur" == -* ]]; then\n'
             f'                COMPREPLY=($(compgen -W "{_words(opts)}" -- "$cur"))\n'
             "            else\n"
-            '                COMPREPLY=($(compgen -f -- "$cur"))\n'
+            f'                COMPREPLY=({words}$(compgen -f -- "$cur"))\n'
             "            fi ;;"
         )
     return (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -92,3 +93,40 @@ def number(
         return value
 
     return parse
+
+
+def history_arg(text: str) -> str:
+    """``--history``: a file path (SQLite) or a ``postgresql://`` URL libpq can parse."""
+    from ..history import check_location
+
+    try:
+        return check_location(text_arg(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def rig_name(text: str, what: str = "--rig") -> str:
+    """A rig name (``--rig``, ``TKBENCH_RIG``): printable, at most 100 characters."""
+    name = text_arg(text).strip()
+    if not name or len(name) > 100 or not name.isprintable():
+        raise InputError(f"{what} {text!r}: give a printable name of 1 to 100 characters")
+    return name
+
+
+def rig_arg(text: str) -> str:
+    try:
+        return rig_name(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def date_arg(text: str) -> float:
+    """``--since``: a date or date and time (ISO 8601, local time unless it has an
+    offset), as a Unix time."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a date: {text!r} (give YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
+        ) from None
+    return when.timestamp()  # naive: local time

@@ -18,11 +18,22 @@ from .commands import (
     cmd_demo,
     cmd_devices,
     cmd_history,
+    cmd_history_import,
+    cmd_history_prune,
     cmd_plan,
     cmd_run,
     cmd_show,
 )
-from .options import Parser, number, path_arg, size_arg, text_arg
+from .options import (
+    Parser,
+    date_arg,
+    history_arg,
+    number,
+    path_arg,
+    rig_arg,
+    size_arg,
+    text_arg,
+)
 
 
 def _add_profile_args(p: argparse.ArgumentParser) -> None:
@@ -58,16 +69,22 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_history_args(p: argparse.ArgumentParser) -> None:
+def _add_history_args(p: argparse.ArgumentParser, default: Any = None) -> None:
     p.add_argument(
         "--history",
-        type=path_arg,
+        type=history_arg,
+        default=default,
         metavar="DB",
-        help="history database (default $XDG_DATA_HOME/tkbench/history.sqlite, "
-        "or $TKBENCH_HISTORY)",
+        help="history: an SQLite file or a postgresql://USER@HOST/DB URL (default "
+        "$TKBENCH_HISTORY, else /var/lib/tkbench/history.sqlite for root, "
+        "$XDG_DATA_HOME/tkbench/history.sqlite for others)",
     )
     if p.prog.endswith(" run"):
         p.add_argument("--no-history", action="store_true", help="do not index this run")
+
+
+def _add_rig_arg(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--rig", type=rig_arg, metavar="NAME", help=help_text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "regressions) as JUnit XML",
     )
     _add_history_args(p)
+    _add_rig_arg(p, "the rig name this run is indexed under in the history (default $TKBENCH_RIG)")
     p.add_argument(
         "--baseline",
         type=path_arg,
@@ -211,20 +229,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("history", help="runs indexed in the local history, by drive")
+    p = sub.add_parser(
+        "history",
+        help="runs indexed in the history, by drive; import and prune entries",
+        description="Lists the runs in the history by drive (model, serial), with headline "
+        "numbers.  'tkbench history import RUN_DIR...' indexes run directories, "
+        "'tkbench history prune' drops entries whose run directories are gone.",
+    )
     _add_history_args(p)
     p.add_argument("--model", help="only this drive model")
     p.add_argument("--serial", help="only this serial")
+    p.add_argument(
+        "--since",
+        type=date_arg,
+        metavar="DATE",
+        help="only runs started then or later: YYYY-MM-DD or YYYY-MM-DDTHH:MM (local time)",
+    )
     p.add_argument(
         "--add",
         nargs="+",
         type=path_arg,
         metavar="RUN_DIR",
         default=[],
-        help="index existing run directories first",
+        help="index run directories first (as 'history import' does)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_history)
+    actions = p.add_subparsers(dest="history_action", metavar="[ACTION]", parser_class=Parser)
+    q = actions.add_parser(
+        "import",
+        help="index run directories (e.g. copied from other rigs); importing again changes nothing",
+        description="Indexes run directories in the history.  A run is one entry: found "
+        "again by its run UUID (a run made before run ids by its resolved directory), "
+        "its entry is replaced, keeping its checks and rig.",
+    )
+    q.add_argument("run_dirs", nargs="+", type=path_arg, metavar="RUN_DIR")
+    _add_history_args(q, argparse.SUPPRESS)
+    _add_rig_arg(q, "the rig the runs were made on (default: none; TKBENCH_RIG is not used)")
+    q.set_defaults(func=cmd_history_import)
+    q = actions.add_parser(
+        "prune",
+        help="drop entries whose run directories are gone (asks; --yes without a terminal)",
+        description="Drops the entries indexed on this host whose run directories no longer "
+        "exist.  Entries indexed on other hosts are left alone.  On a terminal it lists them "
+        "and asks; otherwise --yes is required.",
+    )
+    _add_history_args(q, argparse.SUPPRESS)
+    q.add_argument("--yes", action="store_true", help="drop them without asking")
+    q.set_defaults(func=cmd_history_prune)
 
     p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
     p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
@@ -246,12 +298,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     _register_optional(sub)
     tools.register(sub)
-    for p in set(sub.choices.values()):
+    for each in _all_subparsers(sub):
         # also accepted after the command, unless it has options of those names
         # (emulate --verbose: nbdkit's debug messages)
-        if not {"-v", "--verbose", "-q", "--quiet"} & set(p._option_string_actions):
-            _add_verbosity(p, argparse.SUPPRESS)
+        if not {"-v", "--verbose", "-q", "--quiet"} & set(each._option_string_actions):
+            _add_verbosity(each, argparse.SUPPRESS)
     return ap
+
+
+def _all_subparsers(sub: Any) -> list[argparse.ArgumentParser]:
+    """Every command's parser, and those of their actions (``history import``)."""
+    out = []
+    for p in dict.fromkeys(sub.choices.values()):
+        out.append(p)
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                out += _all_subparsers(a)
+    return out
 
 
 def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:

@@ -1,0 +1,211 @@
+"""What a history does, the same on every backend: index a run, list, find the
+baseline of a run, find and drop entries whose run directories are gone.
+
+A backend (:mod:`.sqlite`, :mod:`.postgres`) supplies connections: for reading (no
+write ever, None when there is no history yet) and for writing (one transaction, the
+schema at the current version, writers one at a time).  The SQL here is plain enough
+for both; ``P`` is the backend's parameter placeholder.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import InputError
+from ..records import Checks
+from ..store import RunData
+from .entry import COLUMNS, Entry, entry_for, from_row, sort_key, to_row
+
+STORED = (*COLUMNS, "indexed_on")  # every column of the runs table
+
+
+class Connection(Protocol):
+    """What sqlite3's and psycopg's connections have in common, as used here."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+
+def this_host() -> str:
+    """The name run directories indexed here are recorded under (as the manifest's host)."""
+    return socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """What indexing one run did."""
+
+    entry: Entry
+    new: bool  # False: the run (by UUID, or by directory) was indexed already; replaced
+
+
+@dataclass(frozen=True)
+class Stale:
+    """Entries whose run directories are gone, and how many were not looked at."""
+
+    gone: list[Entry]
+    elsewhere: int  # entries indexed on other hosts: their paths mean nothing here
+
+
+class History(ABC):
+    location: str  # as shown in messages: a path, or a URL without its password
+    P = "?"  # parameter placeholder
+
+    # ---------------------------------------------------------------- backend
+
+    @abstractmethod
+    def _reader(self) -> AbstractContextManager[Connection | None]:
+        """A connection that reads only; None when there is no history yet."""
+
+    @abstractmethod
+    def _writer(self) -> AbstractContextManager[Connection]:
+        """A connection in a transaction that commits on success, with the schema at
+        the current version and no other writer at the same time."""
+
+    @abstractmethod
+    def _columns(self, con: Connection) -> set[str]:
+        """The columns of the runs table (older versions lack some)."""
+
+    @abstractmethod
+    def check_usable(self) -> None:
+        """Refuse, before a run, a history the run could not be indexed in: one that
+        cannot be reached, read or written, or that is no tkbench history.  Creates
+        nothing."""
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether there is a history to list (a listing never creates one): a file
+        that exists, a database that can be reached; else a one-line error."""
+
+    # ---------------------------------------------------------------- writing
+
+    def add(self, run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
+        """Index a run (again): see :meth:`index`."""
+        return self.index([(run, checks)], rig)[0].entry
+
+    def index(
+        self, runs: Sequence[tuple[RunData, Checks | None]], rig: str | None = None
+    ) -> list[Indexed]:
+        """Index runs, all or none.  A run is one entry: the run's UUID (or, for a run
+        made before run ids, its resolved directory) finds the entry it replaces, so
+        indexing again changes nothing but the directory (a run moved or copied) and
+        what the new entry knows; what it does not know (the checks of a run
+        imported from its directory, a rig not named) is kept from the old entry."""
+        entries = [entry_for(run, checks, rig) for run, checks in runs]
+        done = []
+        with self._writer() as con:
+            for entry in entries:
+                done.append(self._put(con, entry))
+        return done
+
+    def _put(self, con: Connection, entry: Entry) -> Indexed:
+        P = self.P
+        where, args = f"run_dir = {P}", [entry.run_dir]
+        if entry.run_id is not None:
+            where, args = f"run_dir = {P} OR run_id = {P}", [entry.run_dir, entry.run_id]
+        old = con.execute(f"SELECT run_id, checks, rig FROM runs WHERE {where}", args).fetchall()
+        row = to_row(entry)
+        row["indexed_on"] = this_host()
+        # a row of another run (it was in this directory before) has nothing to keep
+        same = [(c, r) for run_id, c, r in old if run_id in (None, entry.run_id)]
+        for checks, rig in same:
+            row["checks"] = row["checks"] if row["checks"] is not None else checks
+            row["rig"] = row["rig"] if row["rig"] is not None else rig
+        con.execute(f"DELETE FROM runs WHERE {where}", args)
+        con.execute(
+            f"INSERT INTO runs ({', '.join(STORED)}) VALUES ({', '.join([P] * len(STORED))})",
+            [row[c] for c in STORED],
+        )
+        return Indexed(from_row(row), new=not same)
+
+    def remove(self, run_dirs: Iterable[str]) -> int:
+        """Drop the entries of these run directories; how many there were."""
+        dirs = list(run_dirs)
+        with self._writer() as con:
+            before = con.execute("SELECT COUNT(*) FROM runs").fetchall()[0][0]
+            for d in dirs:
+                con.execute(f"DELETE FROM runs WHERE run_dir = {self.P}", [d])
+            after = con.execute("SELECT COUNT(*) FROM runs").fetchall()[0][0]
+        return int(before - after)
+
+    # ---------------------------------------------------------------- reading
+
+    def _select(self, filters: dict[str, Any], since: float | None = None) -> list[dict[str, Any]]:
+        with self._reader() as con:
+            if con is None:
+                return []
+            present = [c for c in STORED if c in self._columns(con)]
+            sql = f"SELECT {', '.join(present)} FROM runs WHERE 1=1"
+            args: list[Any] = []
+            for col, val in filters.items():
+                if val is not None:
+                    sql += f" AND {col} = {self.P}"
+                    args.append(val)
+            if since is not None:
+                sql += f" AND started >= {self.P}"
+                args.append(since)
+            rows = con.execute(sql, args).fetchall()
+        return [dict(zip(present, r, strict=True)) for r in rows]
+
+    def entries(
+        self,
+        model: str | None = None,
+        serial: str | None = None,
+        profile: str | None = None,
+        since: float | None = None,
+    ) -> list[Entry]:
+        """Entries by drive (model, serial), then start time; ``since``: started then or later."""
+        rows = self._select({"model": model, "serial": serial, "profile": profile}, since)
+        try:
+            return sorted((from_row(r) for r in rows), key=sort_key)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InputError(f"history database {self.location}: unreadable row: {exc}") from None
+
+    def previous(self, run: RunData) -> Entry | None:
+        """The latest earlier complete run of the same drive (model and serial) and profile."""
+        m = run.manifest
+        me = str(Path(run.root).resolve())
+        started = m.started or 0
+        for e in reversed(
+            self.entries(
+                model=m.target.ident("model"),
+                serial=m.target.ident("serial"),
+                profile=m.profile.name,
+            )
+        ):
+            if e.run_dir == me or (m.run_id is not None and e.run_id == m.run_id):
+                continue
+            if e.status == "complete" and (e.started or 0) < started:
+                return e
+        return None
+
+    def stale(self) -> Stale:
+        """The entries indexed on this host whose run directories are gone.  Entries
+        of a version-1 history, which was a file of one machine, count as this host's."""
+        here = this_host()
+        rows = self._select({})
+        mine = [r for r in rows if r.get("indexed_on") in (None, here)]
+        gone = [from_row(r) for r in mine if _gone(r["run_dir"])]
+        return Stale(sorted(gone, key=sort_key), elsewhere=len(rows) - len(mine))
+
+
+def _gone(run_dir: str) -> bool:
+    """No such directory (a directory that cannot be looked at is not gone)."""
+    try:
+        os.stat(run_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def one_line(text: str) -> str:
+    """A driver's message (which may span lines: DETAIL, HINT) as one line."""
+    return "; ".join(" ".join(line.split()) for line in text.strip().splitlines() if line.strip())

@@ -1,0 +1,88 @@
+"""The history's tables, their versions and the steps from one version to the next.
+
+Both backends hold the same ``runs`` table, built by the same steps; only the type
+names differ (SQLite's REAL and INTEGER are PostgreSQL's DOUBLE PRECISION and BIGINT:
+a capacity in bytes does not fit a 32-bit integer).  Where the version is kept:
+
+* SQLite: ``PRAGMA user_version``;
+* PostgreSQL: the one row of the table ``tkbench_schema`` (beside ``runs``, in the
+  connection's current schema).
+
+History of the format:
+
+0. (SQLite only, unstamped) the ``runs`` table, written by tkbench before versions
+   were kept.
+1. the same table, stamped; columns are written and read by name.
+2. ``rig`` (the rig name given with ``--rig`` or ``TKBENCH_RIG``), ``run_id`` (the
+   manifest's run UUID, unique; null for runs made before run ids) and
+   ``indexed_on`` (the host whose file system ``run_dir`` names, so that ``history
+   prune`` on one rig never judges another rig's directories).
+
+The first write to a history creates it or brings it up to :data:`HISTORY_VERSION`,
+one step after the other, in one transaction; reading never changes it (columns an
+older version lacks read as null).  A history of a newer version is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HISTORY_VERSION = 2
+
+VERSION_TABLE = "tkbench_schema"  # PostgreSQL: the version, one row
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    real: str  # a float column
+    int64: str  # an integer column wide enough for bytes
+
+
+SQLITE = Dialect("sqlite", real="REAL", int64="INTEGER")
+POSTGRES = Dialect("postgresql", real="DOUBLE PRECISION", int64="BIGINT")
+
+# STEPS[n - 1] takes a history from version n - 1 to version n.
+STEPS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the runs table (a no-op on an unstamped version-0 history, which has it)
+        """CREATE TABLE IF NOT EXISTS runs (
+            run_dir   TEXT PRIMARY KEY,
+            started   {real},
+            ended     {real},
+            status    TEXT,
+            profile   TEXT,
+            host      TEXT,
+            target    TEXT,
+            model     TEXT,
+            serial    TEXT,
+            firmware  TEXT,
+            capacity  {int64},
+            headline  TEXT,
+            checks    TEXT
+        )""",
+        "CREATE INDEX IF NOT EXISTS runs_drive ON runs (model, serial, started)",
+    ),
+    (  # 2: the rig, the run's UUID, the host whose path run_dir is
+        "ALTER TABLE runs ADD COLUMN rig TEXT",
+        "ALTER TABLE runs ADD COLUMN run_id TEXT",
+        "ALTER TABLE runs ADD COLUMN indexed_on TEXT",
+        "CREATE UNIQUE INDEX IF NOT EXISTS runs_run_id ON runs (run_id)",
+    ),
+)
+assert len(STEPS) == HISTORY_VERSION
+
+
+def upgrade(version: int, dialect: Dialect) -> list[str]:
+    """The statements that take a history of ``version`` to :data:`HISTORY_VERSION`."""
+    return [
+        sql.format(real=dialect.real, int64=dialect.int64)
+        for step in STEPS[version:]
+        for sql in step
+    ]
+
+
+def newer_message(location: str, version: int) -> str:
+    return (
+        f"history database {location}: written by a newer tkbench (version {version}, "
+        f"this one reads up to {HISTORY_VERSION}); upgrade tkbench to use it"
+    )
