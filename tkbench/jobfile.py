@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from .fiovalue import check_value
 from .plan import PlannedTest, Point, Precondition
 from .records import Round
 from .units import fio_duration
@@ -70,22 +70,6 @@ class Handoff:
     def postrun(self, point: Point) -> str:
         # ':' is a shell builtin: the marker costs no exec; $$ is unique per clone.
         return f": > {shlex.quote(self.directory)}/done.{point.index}.$$"
-
-
-# fio cuts a job-file value at ';' or '#' (comments) and expands '${VAR}': a path
-# holding one would make fio write somewhere no guard ever checked.
-UNSAFE = ("\n", "\r", ";", "#", "$")
-
-
-def check_value(value: str, what: str) -> None:
-    """InputError unless ``value`` reaches fio exactly as written."""
-    bad = [c for c in UNSAFE if c in value]
-    if bad:
-        shown = ", ".join(repr(c) for c in bad)
-        raise InputError(
-            f"{what} {value!r} contains {shown}, which fio's job files do not carry "
-            "literally; use a path without it"
-        )
 
 
 def _escape(value: str) -> str:

@@ -210,7 +210,7 @@ class RunStore:
     @staticmethod
     def check_new(root: Path) -> None:
         """Refuse a place where a new run directory cannot be made (creates nothing)."""
-        from .jobfile import check_value
+        from .fiovalue import check_value
 
         root = Path(root)
         # fio's exec_prerun/postrun name scratch paths below the run directory

@@ -347,7 +347,7 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
     """Resolve a ``--target`` argument.  ``create`` makes a missing regular file."""
     if not spec or spec.strip() != spec:
         raise InputError(f"bad target {spec!r}")
-    from .jobfile import check_value
+    from .fiovalue import check_value
 
     check_value(spec, "target")
     if is_nbd(spec):

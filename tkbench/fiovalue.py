@@ -1,0 +1,24 @@
+"""What a value in a fio job file may hold (pure; the base of every path fio is given).
+
+fio cuts a job-file value at ';' or '#' (comments) and expands '${VAR}': a path
+holding one would make fio write somewhere no guard ever checked.  Kept apart from
+:mod:`tkbench.jobfile` so that the run directory and the targets can check their
+paths without importing job-file rendering (and the plan behind it).
+"""
+
+from __future__ import annotations
+
+from .errors import InputError
+
+UNSAFE = ("\n", "\r", ";", "#", "$")
+
+
+def check_value(value: str, what: str) -> None:
+    """InputError unless ``value`` reaches fio exactly as written."""
+    bad = [c for c in UNSAFE if c in value]
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise InputError(
+            f"{what} {value!r} contains {shown}, which fio's job files do not carry "
+            "literally; use a path without it"
+        )
