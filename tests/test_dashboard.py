@@ -28,6 +28,7 @@ from tkbench.checks import criterion_checks
 from tkbench.dashboard import build_site
 from tkbench.dashboard.chart import nice_ticks
 from tkbench.dashboard.model import number, page_name
+from tkbench.dashboard.site import render as build_pages
 from tkbench.history import Entry, baseline_of
 from tkbench.records import Checks
 from tkbench.store import load_run
@@ -477,6 +478,25 @@ def test_regressions_follow_the_threshold(
     assert [r.regression_state for r in runs] == states
     if threshold == 10:
         assert runs[2].regressions[0].message.startswith("-15.8 % against the run of")
+
+
+def test_a_metric_this_tkbench_does_not_know_is_shown_not_checked(tmp_path: Path) -> None:
+    """A lab history may hold runs of a newer tkbench, with metrics unknown here."""
+    from dataclasses import replace
+
+    from tkbench.dashboard import model
+
+    new = "iops: zork 4k 0/100"
+    entries = [
+        replace(e, headline={**e.headline, new: v})
+        for e, v in ((_entry("A", T0, 1000), 5.0), (_entry("A", T0 + DAY, 500), 1.0))
+    ]
+    site = model.build(entries, 10, tmp_path)
+    section = site.pages[0].sections[0]
+    assert new in section.keys
+    assert [g.key for g in section.runs[0].regressions] == ["iops: iops 4k 0/100"]
+    pages = build_pages(site, "lab.sqlite")
+    assert "iops: zork 4k 0/100" in pages[site.pages[0].filename]
 
 
 def test_numbers_and_ticks_read_well() -> None:

@@ -210,8 +210,21 @@ def _title(key: str) -> tuple[str, str]:
 def _higher_is_better(key: str) -> bool:
     try:
         return better_is_higher(key)
-    except ValueError:  # a metric this tkbench does not know: as the check would fail
+    except ValueError:  # a metric this tkbench does not know (a newer rig's): shown only
         return True
+
+
+def _known(headline: dict[str, float]) -> dict[str, float]:
+    """The numbers whose direction this tkbench knows: those it can check.  A lab's
+    history may hold runs of a newer tkbench with metrics this one lacks."""
+    out = {}
+    for key, value in headline.items():
+        try:
+            better_is_higher(key)
+        except ValueError:
+            continue
+        out[key] = value
+    return out
 
 
 def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
@@ -250,7 +263,7 @@ def _view(
         else:
             baseline = when(base.started)
             checks = regression_checks(
-                e.headline, base.headline, threshold, f"the run of {baseline}"
+                _known(e.headline), _known(base.headline), threshold, f"the run of {baseline}"
             )
             regressions = tuple(
                 Regression(c.name.removeprefix("regression: "), c.message)
