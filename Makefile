@@ -3,9 +3,10 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# postgresql: the server the history tests start in a temporary directory (tests/_postgres.py)
+# postgresql: the server the history tests start in a temporary directory (tests/_postgres.py);
+# chromium: the headless browser the dashboard tests load its pages in (tests/_chromium.py)
 DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 libharfbuzz-subset0 \
-        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql
+        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 

@@ -11,6 +11,10 @@ that needs fio but lacks the marker fails there).
 Tests that use the real PostgreSQL server (the ``pg_server`` and ``pg_url``
 fixtures, tests/_postgres.py) carry ``@pytest.mark.postgres``; without the server
 binaries they fail with the install hint, never skip.
+
+Tests that load pages in the real headless Chromium (the ``browser`` fixture,
+tests/_chromium.py: one browser per test module) carry ``@pytest.mark.chromium``;
+without Debian's ``chromium`` they fail with the install hint, never skip.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests._chromium import CHROMIUM, INSTALL_HINT, Browser, BrowserError, running_browser
 from tests._postgres import Server, running_server
 
 FIO_HINT = "fio is not installed: run 'make deps' (apt-get install fio)"
@@ -36,6 +41,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     uses_server = {"pg_server", "pg_url"} & set(getattr(item, "fixturenames", ()))
     if uses_server and item.get_closest_marker("postgres") is None:
         pytest.fail("a test that uses the PostgreSQL server needs @pytest.mark.postgres")
+    uses_browser = "browser" in getattr(item, "fixturenames", ())
+    if uses_browser and item.get_closest_marker("chromium") is None:
+        pytest.fail("a test that uses the browser needs @pytest.mark.chromium")
+    if item.get_closest_marker("chromium") is not None and shutil.which(CHROMIUM) is None:
+        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +57,17 @@ def pg_server() -> Iterator[Server]:
         except RuntimeError as exc:
             pytest.fail(str(exc), pytrace=False)
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """A real headless Chromium, one per test module (tests/_chromium.py)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            found = stack.enter_context(contextlib.contextmanager(running_browser)())
+        except BrowserError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield found
 
 
 _databases = itertools.count(1)

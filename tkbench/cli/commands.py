@@ -1,5 +1,5 @@
 """The commands over library functions: ``plan``, ``run``, ``demo``, ``show``, ``history``,
-``compare`` and ``devices``.  Each takes the parsed arguments, calls the library and
+``compare``, ``dashboard`` and ``devices``.  Each takes the parsed arguments, calls the library and
 formats its answer for people (or JSON for scripts); errors are raised, never printed.
 """
 
@@ -399,6 +399,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from ..report import build_comparison
 
         info(f"comparison: {build_comparison(runs, args.out)}")
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from ..dashboard import build_site
+    from ..dashboard.site import check_out_dir
+
+    check_out_dir(args.out)  # before connecting to a history
+    built = build_site(_history_for(args, listing=True), args.out, threshold=args.threshold)
+    info(
+        f"dashboard: {_count(built.runs, 'run', 'runs')} of "
+        f"{_count(built.drives, 'drive', 'drives')} on {_count(built.pages, 'page', 'pages')}"
+        + (f"; {_count(built.removed, 'old page', 'old pages')} removed" if built.removed else "")
+    )
+    print(built.index)
     return 0
 
 

@@ -15,6 +15,7 @@ from .. import profile as profilemod
 from . import tools
 from .commands import (
     cmd_compare,
+    cmd_dashboard,
     cmd_demo,
     cmd_devices,
     cmd_history,
@@ -288,6 +289,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write a comparison PDF: tables, overlaid convergence and measurement plots",
     )
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "dashboard",
+        help="write a static web site of the history: trends per drive, regressions, failures",
+        description="Writes a static site into DIR (open DIR/index.html, or serve DIR with "
+        "any web server): an index of every drive with its latest run, and one page per "
+        "drive model and firmware with each headline number over time per serial, "
+        "regressions and acceptance failures marked, each point linked to its run's report.  "
+        "Only the dashboard's own files in DIR are written or replaced.",
+    )
+    _add_history_args(p)
+    p.add_argument(
+        "--out",
+        type=path_arg,
+        required=True,
+        metavar="DIR",
+        help="the site's directory (made if missing; other files in it are left alone)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=number(0, 1000, unit=" %"),
+        default=10.0,
+        metavar="PCT",
+        help="mark a headline number worse than in the previous complete run of the same "
+        "drive and profile by more than PCT %% as a regression (default 10; 0 marks none)",
+    )
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser(
         "devices",

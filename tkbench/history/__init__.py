@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .base import History, Indexed, Stale
-from .entry import COLUMNS, Entry, format_entries
+from .entry import COLUMNS, Entry, baseline_of, format_entries
 from .schema import HISTORY_VERSION
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "History",
     "Indexed",
     "Stale",
+    "baseline_of",
     "check_location",
     "default_location",
     "format_entries",

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..errors import InputError
 from ..records import Checks
 from ..store import RunData
-from .entry import COLUMNS, Entry, entry_for, from_row, sort_key, to_row
+from .entry import COLUMNS, Entry, baseline_of, entry_for, from_row, sort_key, to_row
 
 STORED = (*COLUMNS, "indexed_on")  # every column of the runs table
 
@@ -168,22 +168,19 @@ class History(ABC):
             raise InputError(f"history database {self.location}: unreadable row: {exc}") from None
 
     def previous(self, run: RunData) -> Entry | None:
-        """The latest earlier complete run of the same drive (model and serial) and profile."""
+        """The latest earlier complete run of the same drive (model and serial) and
+        profile (:func:`.entry.baseline_of`)."""
         m = run.manifest
-        me = str(Path(run.root).resolve())
-        started = m.started or 0
-        for e in reversed(
-            self.entries(
-                model=m.target.ident("model"),
-                serial=m.target.ident("serial"),
-                profile=m.profile.name,
-            )
-        ):
-            if e.run_dir == me or (m.run_id is not None and e.run_id == m.run_id):
-                continue
-            if e.status == "complete" and (e.started or 0) < started:
-                return e
-        return None
+        model, serial = m.target.ident("model"), m.target.ident("serial")
+        return baseline_of(
+            self.entries(model=model, serial=serial, profile=m.profile.name),
+            model=model,
+            serial=serial,
+            profile=m.profile.name,
+            started=m.started,
+            run_dir=str(Path(run.root).resolve()),
+            run_id=m.run_id,
+        )
 
     def stale(self) -> Stale:
         """The entries indexed on this host whose run directories are gone.  Entries

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,32 @@ def sort_key(e: Entry) -> tuple[Any, ...]:
     """Drive, then time (an entry without a start time first), then directory: the
     same order from either backend, whatever the database's collation."""
     return (e.model or "", e.serial or "", e.started is not None, e.started or 0.0, e.run_dir)
+
+
+def baseline_of(
+    entries: Iterable[Entry],
+    *,
+    model: str,
+    serial: str,
+    profile: str,
+    started: float | None,
+    run_dir: str,
+    run_id: str | None,
+) -> Entry | None:
+    """The baseline of a run's regression check: the latest complete entry of the same
+    drive (model and serial) and profile that started before it; the run's own entry
+    (by directory or run UUID) never counts.  ``tkbench run`` and the dashboard both
+    take their baselines from here, so they cannot disagree."""
+    before = started or 0
+    found = None
+    for e in sorted(entries, key=sort_key):
+        if (e.model, e.serial, e.profile) != (model, serial, profile):
+            continue
+        if e.run_dir == run_dir or (run_id is not None and e.run_id == run_id):
+            continue
+        if e.status == "complete" and (e.started or 0) < before:
+            found = e  # sorted by start time: the last one found is the latest
+    return found
 
 
 def format_entries(entries: list[Entry]) -> str:

@@ -1,0 +1,46 @@
+"""``tkbench dashboard``: a static site of the history's runs, trends per drive.
+
+One page per drive model and firmware (a chart per headline number and profile, a
+line per serial, each point linked to its run's report), an index of every drive
+with its latest run.  Plain HTML and inline SVG with a stylesheet and a small
+script beside them: no server, no network, readable without JavaScript.
+
+:mod:`.model` decides what is shown (regressions by the rule of ``tkbench run``,
+acceptance from the indexed checks), :mod:`.chart` where it is drawn, :mod:`.site`
+renders and writes the files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..history import History
+from . import model, site
+
+__all__ = ["Built", "build_site"]
+
+
+@dataclass(frozen=True)
+class Built:
+    index: Path
+    drives: int
+    pages: int
+    runs: int
+    removed: int  # drive pages of an earlier build that this one no longer has
+
+
+def build_site(
+    history: History, out: Path, threshold: float = 10.0, now: float | None = None
+) -> Built:
+    """Write the dashboard of every run in ``history`` into the directory ``out``."""
+    site.check_out_dir(out)  # bad input before the history is read
+    entries = history.entries()
+    content = model.build(entries, threshold, Path(os.path.abspath(out)))
+    pages = site.render(content, history.location, now if now is not None else time.time())
+    written = site.write(out, pages)
+    return Built(
+        written.index, len(content.drives), len(content.pages), content.runs, len(written.removed)
+    )

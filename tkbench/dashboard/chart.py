@@ -1,0 +1,179 @@
+"""The geometry of a trend chart (pure): axes, ticks and where each run's point is.
+
+The SVG itself is written by the template ``templates/dashboard/chart.svg.j2`` from
+these numbers, so that every string in it passes Jinja's escaping like the rest of
+the page.  Time runs left to right (UTC), the headline number upwards; a line per
+serial.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from .model import RunView, Trend, number
+
+WIDTH, HEIGHT = 760, 250
+LEFT, RIGHT, TOP, BOTTOM = 78, 16, 14, 44  # margins around the plot area
+# Okabe and Ito's colours that read on white, told apart also by colour-blind readers
+COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000")
+
+
+def colour(index: int) -> str:
+    return COLOURS[index % len(COLOURS)]
+
+
+@dataclass(frozen=True)
+class Tick:
+    at: float  # pixels along the axis
+    label: str
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    run: RunView
+    value: str  # the number as the table shows it
+    regression: bool  # worse than its baseline beyond the threshold
+    failed: bool  # its run failed acceptance checks
+    incomplete: bool  # its run did not complete (failed, interrupted, running)
+    href: str  # the run's report, else its row in the page's table
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class Line:
+    serial: str
+    colour: str
+    index: int  # the serial's place in the page's legend (data-series)
+    path: str  # polyline points "x,y x,y ..."
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    bottom: float
+    xticks: tuple[Tick, ...]
+    yticks: tuple[Tick, ...]
+    lines: tuple[Line, ...]
+    description: str  # for screen readers (the SVG's <desc>)
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About ``count`` round values covering [lo, hi] (steps of 1, 2 or 5 times a power
+    of ten), from at or below ``lo`` to at or above ``hi``."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [0.0, 1.0]
+    if hi <= lo:
+        pad = abs(lo) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step) * step
+    ticks = []
+    v = first
+    while v < hi + step * 0.5:
+        ticks.append(round(v, 12))
+        v += step
+    if ticks[-1] < hi:
+        ticks.append(round(ticks[-1] + step, 12))
+    return ticks
+
+
+def tick_label(v: float, step: float) -> str:
+    """A tick's value with as many decimals as its step needs, thousands separated."""
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    return f"{v:,.{decimals}f}"
+
+
+def _time_label(t: float, span: float) -> str:
+    fmt = "%Y-%m-%d" if span >= 2 * 86400 else "%m-%d %H:%M"
+    return time.strftime(fmt, time.gmtime(t))
+
+
+def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
+    """The chart of one trend; ``serial_index``: each serial's colour and legend place
+    on its page (the same serial has the same colour in every chart of the page)."""
+    runs = [r for s in trend.series for r in s.runs]
+    times = [r.entry.started or 0.0 for r in runs]
+    values = [r.entry.headline[trend.key] for r in runs]
+    t0, t1 = (min(times), max(times)) if times else (0.0, 1.0)
+    if t1 - t0 < 600:  # one run, or runs moments apart: an hour around them
+        t0, t1 = t0 - 1800, t1 + 1800
+    else:
+        pad = (t1 - t0) * 0.03
+        t0, t1 = t0 - pad, t1 + pad
+    lo = min(values) if values else 0.0
+    hi = max(values) if values else 1.0
+    yt = nice_ticks(lo, hi)
+    v0, v1 = yt[0], yt[-1]
+    x0, x1 = LEFT, WIDTH - RIGHT
+    y0, y1 = HEIGHT - BOTTOM, TOP
+
+    def x(t: float) -> float:
+        return round(x0 + (t - t0) / (t1 - t0) * (x1 - x0), 1)
+
+    def y(v: float) -> float:
+        return round(y0 - (v - v0) / (v1 - v0) * (y0 - y1), 1)
+
+    span = t1 - t0
+    xticks: list[Tick] = []
+    for i in range(5):
+        t = t0 + span * (i + 0.5) / 5
+        label = _time_label(t, span)
+        if not xticks or xticks[-1].label != label:
+            xticks.append(Tick(x(t), label))
+    lines = []
+    for s in trend.series:
+        points = []
+        for r in s.runs:
+            v = r.entry.headline[trend.key]
+            regression = trend.key in r.regressed
+            failed = r.acceptance == "FAIL"
+            incomplete = r.entry.status != "complete"
+            marks = [f"{trend.title}: {number(v)} {trend.unit}".rstrip()]
+            marks.append(f"serial {r.entry.serial}, {r.started}, {r.entry.status}")
+            marks += [f"regression {g.message}" for g in r.regressions if g.key == trend.key]
+            marks += [f"acceptance FAIL {c}" for c in r.failed_checks]
+            href = r.report.href or f"#{r.anchor}"
+            points.append(
+                Point(
+                    x(r.entry.started or 0.0),
+                    y(v),
+                    r,
+                    number(v),
+                    regression,
+                    failed,
+                    incomplete,
+                    href,
+                    "\n".join(marks),
+                )
+            )
+        path = " ".join(f"{p.x},{p.y}" for p in points)
+        i = serial_index.get(s.serial, 0)
+        lines.append(Line(s.serial, colour(i), i, path, tuple(points)))
+    direction = "higher is better" if trend.higher_is_better else "lower is better"
+    description = (
+        f"{trend.title} ({trend.unit}, {direction}) over time for "
+        f"{len(trend.series)} serial(s), {len(runs)} run(s)"
+    )
+    return Chart(
+        WIDTH,
+        HEIGHT,
+        x0,
+        x1,
+        y1,
+        y0,
+        tuple(xticks),
+        tuple(Tick(y(v), tick_label(v, yt[1] - yt[0])) for v in yt),
+        tuple(lines),
+        description,
+    )

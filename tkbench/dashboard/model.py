@@ -1,0 +1,363 @@
+"""What the dashboard shows, from the history's entries (pure, but for looking at
+whether a run's report is reachable from the site's directory).
+
+Pages: one per drive model and firmware (:class:`ModelPage`), its runs grouped by
+profile (:class:`ProfileSection`: a chart per headline number, a line per serial);
+the index lists every drive (model and serial, :class:`DriveRow`) with its latest
+run.  Regressions are the regression check of ``tkbench run`` (:func:`tkbench.checks.
+regression_checks`) against the baseline that check would have used
+(:func:`tkbench.history.baseline_of`: the previous complete run of the same drive
+and profile), with the dashboard's threshold; acceptance failures are the failed
+checks the run was indexed with (steady state, criteria).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from ..analysis import better_is_higher
+from ..checks import regression_checks
+from ..history import Entry, baseline_of
+from ..vocab import metric
+
+REPORTS = ("report.html", "report.pdf")  # what a run directory's report is called, preferred first
+
+
+def when(t: float | None) -> str:
+    """A start time as the site shows it: UTC, to the minute (one lab, many time zones)."""
+    if t is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+
+
+def number(v: float) -> str:
+    """A headline value for people: whole numbers from 1000 on (thousands separated),
+    else four significant digits."""
+    if not math.isfinite(v):
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.1f}"
+    if abs(v) >= 10:
+        return f"{v:.2f}"
+    if abs(v) >= 1:
+        return f"{v:.3f}"
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Where a run's report is, as seen from the site's directory."""
+
+    href: str | None  # relative URL of report.html (else report.pdf); None: not reachable
+    pdf_href: str | None  # report.pdf beside the HTML one, when both are there
+    path: str  # the run directory as indexed (shown as text when there is no link)
+    note: str  # why there is no link ("" when there is one)
+
+
+def find_report(run_dir: str, site_dir: Path) -> Report:
+    """The run's report, linked relatively from ``site_dir`` when it is on this
+    machine's file system; else the run directory as text and why."""
+    root = Path(run_dir)
+    if not root.is_absolute():
+        return Report(None, None, run_dir, "not an absolute path")
+    try:
+        if not root.is_dir():
+            return Report(None, None, run_dir, "run directory not on this machine")
+        found = [root / name for name in REPORTS if (root / name).is_file()]
+    except OSError:
+        return Report(None, None, run_dir, "run directory cannot be read here")
+    if not found:
+        return Report(None, None, run_dir, "no report in the run directory")
+
+    def url(p: Path) -> str:
+        return quote(os.path.relpath(p, site_dir), safe="/")
+
+    pdf = url(found[1]) if len(found) == 2 else None
+    return Report(url(found[0]), pdf, run_dir, "")
+
+
+@dataclass(frozen=True)
+class Regression:
+    key: str  # the headline number: "TEST: METRIC BS MIX"
+    message: str  # "-40.3 % against the run of ... (4.572e+04 -> 2.726e+04)"
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as the site shows it."""
+
+    entry: Entry
+    anchor: str  # its row's id on its page: "run-7"
+    started: str  # :func:`when`
+    report: Report
+    acceptance: str  # "PASS", "FAIL" or "not checked" (indexed without checks)
+    failed_checks: tuple[str, ...]  # "NAME: MESSAGE" of each failed acceptance check
+    regressions: tuple[Regression, ...]
+    regression_state: str  # "none", "N regressions", "no baseline", "not checked", "off"
+    baseline: str | None  # the baseline run's start time (:func:`when`), when there was one
+
+    @property
+    def regressed(self) -> set[str]:
+        return {r.key for r in self.regressions}
+
+    @property
+    def verdict(self) -> str:
+        """One word for the run: FAIL (acceptance), REGRESSION, PASS or the status."""
+        if self.acceptance == "FAIL":
+            return "FAIL"
+        if self.regressions:
+            return "REGRESSION"
+        if self.entry.status != "complete":
+            return self.entry.status.upper()
+        return "PASS" if self.acceptance == "PASS" else "OK"
+
+
+@dataclass(frozen=True)
+class Series:
+    serial: str
+    runs: tuple[RunView, ...]  # those with a start time and this number, oldest first
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One headline number of one profile over time: a chart, a line per serial."""
+
+    key: str
+    title: str  # "iops: IOPS, 4k 0/100"
+    unit: str
+    higher_is_better: bool
+    series: tuple[Series, ...]
+
+
+@dataclass(frozen=True)
+class ProfileSection:
+    profile: str
+    keys: tuple[str, ...]  # the headline numbers of its runs, in the order runs have them
+    trends: tuple[Trend, ...]
+    runs: tuple[RunView, ...]  # newest first
+
+
+@dataclass(frozen=True)
+class SerialRow:
+    serial: str
+    runs: int
+    latest: RunView
+
+
+@dataclass(frozen=True)
+class ModelPage:
+    model: str
+    firmware: str
+    filename: str
+    serials: tuple[SerialRow, ...]
+    sections: tuple[ProfileSection, ...]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(s.runs) for s in self.sections)
+
+
+@dataclass(frozen=True)
+class DriveRow:
+    """A drive (model and serial) on the index: its latest run, its pages."""
+
+    model: str
+    serial: str
+    runs: int
+    latest: RunView
+    page: str  # the page of the latest run's firmware
+    other_pages: tuple[tuple[str, str], ...]  # (firmware, filename) of its earlier firmwares
+
+
+@dataclass(frozen=True)
+class Site:
+    drives: tuple[DriveRow, ...]
+    pages: tuple[ModelPage, ...]
+    threshold: float
+    runs: int
+
+
+def page_name(model: str, firmware: str) -> str:
+    """A page's file name: readable where the name allows, unique by a digest of both
+    (a hostile or odd model name cannot reach outside the site's directory)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{model} {firmware}".lower()).strip("-")[:48].strip("-")
+    digest = hashlib.sha256(f"{model}\0{firmware}".encode()).hexdigest()[:10]
+    return f"drive-{slug or 'unnamed'}-{digest}.html"
+
+
+def _title(key: str) -> tuple[str, str]:
+    """``"iops: iops 4k 0/100"`` -> (``"iops: IOPS, 4k 0/100"``, ``"IOPS"``)."""
+    test, _, rest = key.partition(": ")
+    name, _, point = rest.partition(" ")
+    try:
+        m = metric(name)
+    except ValueError:
+        return key, ""
+    return f"{test}: {m.name}, {point}", m.unit
+
+
+def _higher_is_better(key: str) -> bool:
+    try:
+        return better_is_higher(key)
+    except ValueError:  # a metric this tkbench does not know (a newer rig's): shown only
+        return True
+
+
+def _known(headline: dict[str, float]) -> dict[str, float]:
+    """The numbers whose direction this tkbench knows: those it can check.  A lab's
+    history may hold runs of a newer tkbench with metrics this one lacks."""
+    out = {}
+    for key, value in headline.items():
+        try:
+            better_is_higher(key)
+        except ValueError:
+            continue
+        out[key] = value
+    return out
+
+
+def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
+    if e.checks is None:
+        return "not checked", ()
+    failed = tuple(
+        f"{c.get('name', '?')}: {c.get('message', '')}"
+        for c in e.checks.get("checks", [])
+        if not c.get("passed", False) and c.get("kind") != "regression"
+    )
+    return ("FAIL" if failed else "PASS"), failed
+
+
+def _view(
+    e: Entry, anchor: str, same_drive: Sequence[Entry], threshold: float, site_dir: Path
+) -> RunView:
+    acceptance, failed = _acceptance(e)
+    regressions: tuple[Regression, ...] = ()
+    baseline = None
+    if threshold <= 0:
+        state = "off"
+    elif e.status != "complete":
+        state = "not checked"  # as tkbench run: only a complete run is checked
+    else:
+        base = baseline_of(
+            same_drive,
+            model=e.model,
+            serial=e.serial,
+            profile=e.profile,
+            started=e.started,
+            run_dir=e.run_dir,
+            run_id=e.run_id,
+        )
+        if base is None:
+            state = "no baseline"
+        else:
+            baseline = when(base.started)
+            checks = regression_checks(
+                _known(e.headline), _known(base.headline), threshold, f"the run of {baseline}"
+            )
+            regressions = tuple(
+                Regression(c.name.removeprefix("regression: "), c.message)
+                for c in checks
+                if not c.passed
+            )
+            n = len(regressions)
+            state = "none" if not n else f"{n} regression{'s' if n > 1 else ''}"
+    return RunView(
+        entry=e,
+        anchor=anchor,
+        started=when(e.started),
+        report=find_report(e.run_dir, site_dir),
+        acceptance=acceptance,
+        failed_checks=failed,
+        regressions=regressions,
+        regression_state=state,
+        baseline=baseline,
+    )
+
+
+def _start(v: RunView) -> tuple[bool, float, str]:
+    return (v.entry.started is not None, v.entry.started or 0.0, v.entry.run_dir)
+
+
+def _section(profile: str, views: list[RunView]) -> ProfileSection:
+    keys: dict[str, None] = {}
+    for v in sorted(views, key=_start):
+        keys.update(dict.fromkeys(v.entry.headline))
+    serials = sorted({v.entry.serial for v in views})
+    trends = []
+    for key in keys:
+        series = []
+        for serial in serials:
+            runs = tuple(
+                v
+                for v in sorted(views, key=_start)
+                if v.entry.serial == serial
+                and v.entry.started is not None
+                and math.isfinite(v.entry.headline.get(key, math.nan))
+            )
+            if runs:
+                series.append(Series(serial, runs))
+        title, unit = _title(key)
+        trends.append(Trend(key, title, unit, _higher_is_better(key), tuple(series)))
+    return ProfileSection(
+        profile, tuple(keys), tuple(trends), tuple(sorted(views, key=_start, reverse=True))
+    )
+
+
+def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
+    """The site's contents.  ``site_dir``: where its pages will be (report links are
+    relative to it)."""
+    entries = list(entries)
+    by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
+    for e in entries:
+        by_drive[(e.model, e.serial)].append(e)
+    views: list[RunView] = []
+    for drive in by_drive.values():
+        for e in drive:
+            views.append(_view(e, "", drive, threshold, site_dir))
+    views.sort(key=lambda v: (v.entry.model, v.entry.firmware, *_start(v)))
+    views = [RunView(**{**v.__dict__, "anchor": f"run-{i}"}) for i, v in enumerate(views, start=1)]
+
+    by_page: dict[tuple[str, str], list[RunView]] = defaultdict(list)
+    for v in views:
+        by_page[(v.entry.model, v.entry.firmware)].append(v)
+    pages = []
+    for (model, firmware), page_views in sorted(by_page.items()):
+        by_profile: dict[str, list[RunView]] = defaultdict(list)
+        for v in page_views:
+            by_profile[v.entry.profile].append(v)
+        by_serial: dict[str, list[RunView]] = defaultdict(list)
+        for v in page_views:
+            by_serial[v.entry.serial].append(v)
+        serials = tuple(
+            SerialRow(s, len(vs), max(vs, key=_start)) for s, vs in sorted(by_serial.items())
+        )
+        sections = tuple(_section(p, vs) for p, vs in sorted(by_profile.items()))
+        pages.append(ModelPage(model, firmware, page_name(model, firmware), serials, sections))
+
+    drives = []
+    for (model, serial), _ in sorted(by_drive.items()):
+        mine = [v for v in views if (v.entry.model, v.entry.serial) == (model, serial)]
+        latest = max(mine, key=_start)
+        firmwares = sorted({v.entry.firmware for v in mine} - {latest.entry.firmware})
+        drives.append(
+            DriveRow(
+                model,
+                serial,
+                len(mine),
+                latest,
+                page_name(model, latest.entry.firmware),
+                tuple((fw, page_name(model, fw)) for fw in firmwares),
+            )
+        )
+    return Site(tuple(drives), tuple(pages), threshold, len(views))

@@ -1,0 +1,125 @@
+"""Render the dashboard's pages and write them into the site's directory.
+
+The directory may hold other files: the dashboard writes only its own
+(``index.html``, ``dashboard.css``, ``dashboard.js``, ``drive-*.html``), refuses to
+overwrite a file of those names that it did not write (each carries
+:data:`MARKER`), and removes only drive pages of its own that a new build no longer
+has (a model or firmware pruned from the history).  Everything is rendered before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from ..errors import InputError
+from ..paths import bundled
+from ..store import check_creatable, write_atomic
+from .chart import Chart, build_chart, colour
+from .model import ModelPage, Site, number
+
+MARKER = "tkbench dashboard"  # in every file the dashboard writes, near its top
+ASSETS = ("dashboard.css", "dashboard.js")  # copied as they are
+PAGES = "drive-*.html"
+
+
+@dataclass(frozen=True)
+class Written:
+    index: Path
+    files: tuple[Path, ...]
+    removed: tuple[Path, ...]  # drive pages of an earlier build that this one has not
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(bundled("templates") / "dashboard"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(num=number, pct=lambda v: f"{v:g}")
+    return env
+
+
+def _ours(path: Path) -> bool:
+    """Whether a file was written by the dashboard (its marker near the top)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return MARKER.encode() in head
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse, before any work, a ``--out`` the site cannot be written into: a file,
+    a place that cannot be created, no write permission."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is not a directory")
+    check_creatable(out / "index.html", "--out")
+
+
+def _check_names(out: Path, names: list[str]) -> None:
+    for name in names:
+        path = out / name
+        if path.is_dir() or ((path.exists() or path.is_symlink()) and not _ours(path)):
+            raise InputError(
+                f"--out {out}: {name} is there and was not written by tkbench dashboard; "
+                "give a new or empty directory, or the dashboard's own"
+            )
+
+
+def render(site: Site, location: str, built: float | None = None) -> dict[str, str]:
+    """Every page of the site: file name -> HTML."""
+    env = _environment()
+    common = {
+        "marker": MARKER,
+        "location": location,
+        "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built or time.time())),
+        "threshold": site.threshold,
+    }
+    out = {"index.html": env.get_template("index.html.j2").render(site=site, **common)}
+    drive = env.get_template("drive.html.j2")
+    for page in site.pages:
+        out[page.filename] = drive.render(page=page, **common, **_page_charts(page))
+    return out
+
+
+def _page_charts(page: ModelPage) -> dict[str, object]:
+    serial_index = {s.serial: i for i, s in enumerate(page.serials)}
+    charts: dict[str, dict[str, Chart]] = {}
+    for section in page.sections:
+        charts[section.profile] = {
+            t.key: build_chart(t, serial_index) for t in section.trends if t.series
+        }
+    return {
+        "serial_index": serial_index,
+        "colours": {s: colour(i) for s, i in serial_index.items()},
+        "charts": charts,
+    }
+
+
+def write(out: Path, pages: dict[str, str]) -> Written:
+    """Write the pages and assets into ``out`` (made if missing)."""
+    names = [*pages, *ASSETS]
+    check_out_dir(out)
+    if out.is_dir():
+        _check_names(out, names)
+    files = []
+    for name, html in pages.items():
+        write_atomic(out / name, html)
+        files.append(out / name)
+    for name in ASSETS:
+        write_atomic(out / name, (bundled("templates") / "dashboard" / name).read_bytes())
+        files.append(out / name)
+    removed = []
+    for old in sorted(out.glob(PAGES)):
+        if old.name not in pages and old.is_file() and not old.is_symlink() and _ours(old):
+            old.unlink()
+            removed.append(old)
+    return Written(out / "index.html", tuple(files), tuple(removed))
