@@ -317,6 +317,9 @@ def test_ars_reduced_touches_nothing_but_its_own_files(
         lo, hi = p["ci95"]
         assert lo <= p["mean"] <= hi and p["stdev"] is not None
         assert p["mean_abs_dev_pct"] == pytest.approx(100 * p["mean_abs_dev"] / p["mean"])
+    page = " ".join((out / "report.html").read_text().split())
+    assert "How fast is this volume?" in page and "makes no PTS claim" in page
+    assert "MiB/s on average over 2 runs" in page
     log = (out / "events.log").read_text()
     assert "volume: removed the working directory" in log
 
