@@ -165,7 +165,7 @@ def test_a_non_editable_install_finds_its_profiles_and_templates(tmp_path: Path)
     listed = tkbench("profiles")
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == ["pts-c", "pts-e", "quick"]
+    assert names == ["ars", "pts-c", "pts-e", "quick"]
     assert all(line.split()[1] == "bundled" for line in listed.stdout.splitlines())
     assert str(site) in json.loads(tkbench("profiles", "--json").stdout)[0]["path"]
 
