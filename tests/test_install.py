@@ -43,7 +43,7 @@ def test_user_profiles_come_first_then_system_then_bundled(
     _write_profile(system_dir, "site", "site-wide", extends="pts-c")
 
     entries = {e.name: e for e in profile.catalogue()}
-    assert set(entries) == {"pts-e", "pts-c", "quick", "lab", "site"}
+    assert set(entries) == {"ars", "pts-e", "pts-c", "quick", "lab", "site"}
     assert (entries["quick"].origin, entries["quick"].shadows) == ("user", ("bundled",))
     assert (entries["lab"].origin, entries["lab"].shadows) == ("user", ("system",))
     assert entries["site"].origin == "system"
