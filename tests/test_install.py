@@ -101,7 +101,7 @@ def test_relative_xdg_config_home_is_ignored(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_unknown_profile_names_the_search_path_results() -> None:
-    with pytest.raises(ProfileError, match=r"available: pts-c, pts-e, quick"):
+    with pytest.raises(ProfileError, match=r"available: ars, pts-c, pts-e, quick"):
         profile.find("no-such-profile")
 
 
