@@ -78,7 +78,12 @@ def test_bash_completion_completes_commands_options_and_values(tmp_path: Path) -
     assert {"run", "doctor", "export", "-v", "-q"} <= set(_bash_complete(script, [""]))
     assert _bash_complete(script, ["ex"]) == ["export"]
     assert _bash_complete(script, ["run", "--pro"]) == ["--profile"]
-    assert _bash_complete(script, ["-q", "plan", "--profile", ""]) == ["pts-c", "pts-e", "quick"]
+    assert _bash_complete(script, ["-q", "plan", "--profile", ""]) == [
+        "ars",
+        "pts-c",
+        "pts-e",
+        "quick",
+    ]
     assert _bash_complete(script, ["export", "run1", "--format", "o"]) == ["openmetrics"]
     assert _bash_complete(script, ["history", "pr"]) == ["prune"]
     assert _bash_complete(script, ["doctor", "--for", ""]) == sorted(

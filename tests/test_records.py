@@ -97,8 +97,13 @@ def test_a_round_without_segment_is_segment_1() -> None:
 
 @pytest.mark.parametrize("cls", [TestPlan, Round, Result, Purge, Precondition])
 def test_a_newer_format_is_refused(cls: Any) -> None:
-    with pytest.raises(RunDirError, match=r"newer tkbench \(format 3, this one reads up to 2\)"):
-        cls.load({"schema": 3, "kind": "steady", "points": [], "round": 1, "tracking": {}}, HERE)
+    v = cls.VERSION
+    with pytest.raises(
+        RunDirError, match=rf"newer tkbench \(format {v + 1}, this one reads up to {v}\)"
+    ):
+        cls.load(
+            {"schema": v + 1, "kind": "steady", "points": [], "round": 1, "tracking": {}}, HERE
+        )
 
 
 @pytest.mark.parametrize("value", ["2", 0, True, 1.5])

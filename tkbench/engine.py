@@ -509,6 +509,7 @@ class Engine:
             stop_reason=stop_reason,
         )
         self._health(test, "after")
+        self.target.test_done(test.name)
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result.summary}")
         self.progress.event("test_done", test=test, result=result)

@@ -307,6 +307,10 @@ def round_jobfile(
     from :func:`stream_starts` of the test's rounds so far (none: the first round)."""
     wl = test.spec.workload
     extra: dict[str, object] = {"lat_percentiles": True}
+    if test.spec.fsync:
+        extra["fsync"] = test.spec.fsync
+    if test.spec.end_fsync:
+        extra["end_fsync"] = True
     return render_round(
         test.points,
         target_options,

@@ -137,6 +137,8 @@ class PlannedTest:
                 data_pattern=wl.data_pattern,
                 direct=wl.direct,
                 ioengine=wl.ioengine,
+                fsync=self.spec.fsync,
+                end_fsync=self.spec.end_fsync,
             ),
             point_runtime=self.spec.point_runtime,
             rounds=Limits(
@@ -160,9 +162,11 @@ class TargetInfo:
     """What planning needs to know of a target (no I/O)."""
 
     spec: str
-    kind: str  # file | block | nbd
-    capacity: int  # user capacity in bytes
+    kind: str  # file | block | nbd | volume
+    capacity: int  # user capacity in bytes (a volume: its filesystem's size)
     logical_sector: int = 512
+    free: int = 0  # a volume: bytes its test files may use (free space, its own files counted)
+    direct_io: bool = True  # a volume: its filesystem takes O_DIRECT
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,9 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     """Expand a profile for a target into the exact plan."""
     if target.capacity <= 0:
         raise ValueError("target capacity must be positive")
+    volume_notes: dict[str, tuple[str, ...]] = {}
+    if profile.scope == "volume":
+        profile, volume_notes = volume_profile(profile, target)
     notes: list[str] = []
     sector = target.logical_sector
     largest = max(bs for t in profile.tests for bs in t.block_sizes)
@@ -214,6 +221,8 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     active_all = 0
     for spec in profile.tests:
         active = active_range_bytes(target.capacity, spec.workload.active_range, align)
+        if spec.file_size:  # a volume benchmark: each job's own test file
+            active = spec.file_size
         if active <= 0:
             raise ValueError(
                 f"test {spec.name}: the ActiveRange of {human_bytes(target.capacity)} "
@@ -237,7 +246,7 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
             title = spec.title if len(groups) == 1 else f"{spec.title} {format_size(group[0])}"
             tracking = tuple(t for t in spec.tracking if t.bs in group)
             lost = [t for t in spec.tracking if t.bs not in group and t.bs in dropped]
-            group_notes = list(test_notes)
+            group_notes = list(test_notes) + list(volume_notes.get(spec.name, ()))
             if lost:
                 group_notes.append(
                     "tracking variable(s) "
@@ -296,6 +305,63 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     return Plan(profile, target, active_all, tuple(tests), tuple(notes))
 
 
+def volume_usable(free: int, reserve: int) -> int:
+    """The bytes a volume benchmark's files may take of ``free`` bytes: what is left
+    after ``reserve`` or a tenth of the free space, whichever is larger."""
+    return max(0, free - max(reserve, free // 10))
+
+
+def volume_profile(
+    profile: Profile, target: TargetInfo
+) -> tuple[Profile, dict[str, tuple[str, ...]]]:
+    """A volume profile fitted to its volume: direct I/O where the filesystem takes it
+    (else buffered, when the profile allows it), every test's files within the usable
+    free space (shrunk when allowed, never below ``volume.min_file_size``).  Files of
+    one test are removed before the next starts, so each test must fit on its own.
+    Returns the fitted profile and the notes per test.  Raises ValueError (one line,
+    with the numbers) when it cannot run."""
+    import dataclasses
+
+    vol = profile.volume
+    usable = volume_usable(target.free, vol.reserve)
+    specs = []
+    all_notes: dict[str, tuple[str, ...]] = {}
+    for spec in profile.tests:
+        wl = spec.workload
+        notes: list[str] = []
+        if wl.direct and not target.direct_io:
+            if not vol.allow_buffered:
+                raise ValueError(
+                    f"{target.spec}: its filesystem does not support direct I/O (O_DIRECT), "
+                    f"which test {spec.name} asks for; pass --set workload.direct=false or "
+                    "--set volume.allow_buffered=true to run buffered"
+                )
+            wl = dataclasses.replace(wl, direct=False)
+            notes.append("buffered I/O: the filesystem does not support O_DIRECT")
+        jobs = wl.numjobs
+        size = spec.file_size
+        bs = max(spec.block_sizes)
+        if jobs * size > usable:
+            fitted = usable // jobs
+            fitted -= fitted % max(bs, 1 << 20)
+            if not vol.shrink or fitted < max(vol.min_file_size, bs):
+                raise ValueError(
+                    f"{target.spec}: test {spec.name} needs {jobs} x {human_bytes(size)} = "
+                    f"{human_bytes(jobs * size)} of test files, but only "
+                    f"{human_bytes(usable)} may be used ({human_bytes(target.free)} free, "
+                    f"keeping {human_bytes(target.free - usable)} free)"
+                    + ("" if vol.shrink else "; volume.shrink is off")
+                )
+            notes.append(
+                f"test file shrunk from {human_bytes(size)} to {human_bytes(fitted)} per job "
+                f"to fit the volume ({human_bytes(target.free)} free)"
+            )
+            size = fitted
+        specs.append(dataclasses.replace(spec, workload=wl, file_size=size))
+        all_notes[spec.name] = tuple(notes)
+    return dataclasses.replace(profile, tests=tuple(specs)), all_notes
+
+
 def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
     """A human-readable description of the plan, as ``tkbench plan`` prints it."""
     p = plan.profile
@@ -315,6 +381,12 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             f"  load      {wl.numjobs} job(s) x queue depth {wl.iodepth}, ActiveRange "
             f"{wl.active_range:g} %, {wl.data_pattern} data, direct={'yes' if wl.direct else 'no'}"
         )
+        if s.file_size:
+            sync = f", fsync after every {s.fsync} write(s)" if s.fsync else ""
+            lines.append(
+                f"  files     {wl.numjobs} x {human_bytes(t.active_bytes)} in the working "
+                f"directory, {wl.ioengine} engine{sync}" + (", end_fsync" if s.end_fsync else "")
+            )
         lines.append(f"  purge     {'yes' if t.purge else 'no'}")
         if t.precondition:
             pc = t.precondition

@@ -213,6 +213,19 @@ class TestSpec:
     stop_written_multiple: float
     max_duration: float
     description: str
+    file_size: int = 0  # volume profiles: bytes of each job's test file (0: device tests)
+    fsync: int = 0  # fio fsync: a synchronous write after every N writes (0: none)
+    end_fsync: bool = False  # fio end_fsync: the written data made durable before the end
+
+
+@dataclass(frozen=True)
+class VolumeSpec:
+    """``[volume]``: how a volume benchmark uses the space of a mounted filesystem."""
+
+    reserve: int = 1 << 30  # bytes always left free (10 % of the free space if larger)
+    shrink: bool = True  # test files shrink to fit the free space (with a note)
+    min_file_size: int = 16 << 20  # never shrink a test file below this: refuse
+    allow_buffered: bool = False  # without O_DIRECT, run buffered instead of refusing
 
 
 @dataclass(frozen=True)
@@ -228,6 +241,8 @@ class Profile:
     tests: tuple[TestSpec, ...]
     acceptance: Acceptance
     resolved: dict[str, Any] = field(compare=False, repr=False)  # merged TOML, for manifests
+    scope: str = "device"  # device: a whole drive (destructive); volume: a directory's files
+    volume: VolumeSpec = field(default_factory=VolumeSpec)
 
     def test(self, name: str) -> TestSpec:
         for t in self.tests:
@@ -409,7 +424,17 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "repeat": (_int(1, 100000), 1),
     "stop_written_multiple": (_float(0.0, 1000.0), 4.0),
     "max_duration": (_duration(0.0), 86400.0),
+    "file_size": (_size(), 0),
+    "fsync": (_int(0, 1 << 20), 0),
+    "end_fsync": (_bool, False),
 }
+VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "reserve": (_size(0), VolumeSpec.reserve),
+    "shrink": (_bool, VolumeSpec.shrink),
+    "min_file_size": (_size(), VolumeSpec.min_file_size),
+    "allow_buffered": (_bool, VolumeSpec.allow_buffered),
+}
+SCOPES = ("device", "volume")
 ACCEPTANCE_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "steady_state": (_bool, False),
     "criteria": (_list(Criterion.parse, min_len=0), ()),
@@ -422,8 +447,9 @@ SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "precondition": PRECONDITION_SCHEMA,
     "report": REPORT_SCHEMA,
     "acceptance": ACCEPTANCE_SCHEMA,
+    "volume": VOLUME_SCHEMA,
 }
-TOP_KEYS = {"name": _str, "description": _str, "extends": _str}
+TOP_KEYS = {"name": _str, "description": _str, "extends": _str, "scope": _choice(SCOPES)}
 
 
 # --------------------------------------------------------------------------- loading
@@ -663,6 +689,8 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
     pc = section("precondition", data.get("precondition"), PRECONDITION_SCHEMA)
     rp = section("report", data.get("report"), REPORT_SCHEMA)
     ac = section("acceptance", data.get("acceptance"), ACCEPTANCE_SCHEMA)
+    vol = section("volume", data.get("volume"), VOLUME_SCHEMA)
+    scope = data.get("scope", "device")
     if rd["window"] > rd["max"]:
         raise err("rounds.window", f"window {rd['window']} exceeds rounds.max {rd['max']}")
 
@@ -700,6 +728,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 )
         if t["kind"] == "steady" and not tracking:
             raise err(f"tests.{tname}.tracking", "a steady-state test needs tracking variables")
+        _check_scope(scope, tname, t, err)
         tests.append(
             TestSpec(
                 name=tname,
@@ -722,6 +751,9 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 stop_written_multiple=t["stop_written_multiple"],
                 max_duration=t["max_duration"],
                 description=t["description"],
+                file_size=t["file_size"],
+                fsync=t["fsync"],
+                end_fsync=t["end_fsync"],
             )
         )
     if not tests:
@@ -748,4 +780,30 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         tests=tuple(tests),
         acceptance=Acceptance(**ac),
         resolved=data,
+        scope=scope,
+        volume=VolumeSpec(**vol),
     )
+
+
+def _check_scope(
+    scope: str, tname: str, t: Mapping[str, Any], err: Callable[[str, str], ProfileError]
+) -> None:
+    """A volume profile touches only its own files (no purge, no preconditioning, a
+    test file per job); a device profile has no test files.  Mixing is refused."""
+    if scope == "volume":
+        for key in ("purge", "precondition"):
+            if t[key]:
+                raise err(
+                    f"tests.{tname}.{key}",
+                    f"a volume benchmark never purges or preconditions: set {key} = false",
+                )
+        if t["kind"] != "fixed":
+            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed")
+        if not t["file_size"]:
+            raise err(f"tests.{tname}.file_size", "a volume benchmark's test needs a file_size")
+    elif t["file_size"]:
+        raise err(
+            f"tests.{tname}.file_size",
+            'test files belong to volume profiles (scope = "volume"); a device test '
+            "addresses the ActiveRange",
+        )

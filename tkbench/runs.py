@@ -12,7 +12,7 @@ from typing import Any
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
-from .errors import InputError, Interrupted, RunDirError, TkbenchError
+from .errors import InputError, Interrupted, RunDirError, SafetyError, TkbenchError
 from .records import Checks, Manifest, TargetRecord
 from .records.base import dump
 from .runner import ClientFio, FioRunner, LocalFio
@@ -59,7 +59,24 @@ def prepare(req: RunRequest) -> tuple[planmod.Plan, Target]:
     if req.target is None:
         raise InputError("--target is required (a block device, a file or an NBD URI)")
     target = open_target(req.target, size=req.size, create=True)
+    check_scope(prof, target)
     return _plan(prof, target), target
+
+
+def check_scope(prof: profilemod.Profile, target: Target) -> None:
+    """A device profile (it purges and overwrites a whole drive) never runs on a
+    directory; a volume profile (its own files in a directory) never on a drive."""
+    if target.kind == "volume" and prof.scope != "volume":
+        raise SafetyError(
+            f"refusing profile {prof.name} on the directory {target.spec}: it is a device "
+            "profile that overwrites a whole drive; a directory takes volume profiles only "
+            "(e.g. ars)"
+        )
+    if prof.scope == "volume" and target.kind != "volume":
+        raise InputError(
+            f"profile {prof.name} is a volume benchmark: give --target a directory on a "
+            f"mounted filesystem, not {target.spec}"
+        )
 
 
 def _plan(prof: profilemod.Profile, target: Target) -> planmod.Plan:
@@ -95,6 +112,11 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Mani
         return out, _execute(req, plan, target, runner, store, progress)
 
 
+def _log_to(target: Target, store: RunStore) -> None:
+    if hasattr(target, "log"):
+        target.log = store.log
+
+
 def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Manifest]:
     """Continue an interrupted run in ``req.resume`` with the profile it was started with."""
     assert req.resume is not None
@@ -120,6 +142,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
     runner.version()
     target = open_target(tspec, create=False)
     _same_target(m.target, target)
+    check_scope(prof, target)
     plan = _plan(prof, target)
     with target.lock():
         # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
@@ -181,7 +204,11 @@ def _execute(
     progress: Progress | None,
 ) -> Manifest:
     options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
-    return Engine(plan, target, runner, store, progress, options).run()
+    _log_to(target, store)
+    # what the target needs while the run runs (a volume's working directory) goes
+    # however the run ends
+    with target.workspace(store.root):
+        return Engine(plan, target, runner, store, progress, options).run()
 
 
 def _check_remote(target: Target, runner: FioRunner) -> None:

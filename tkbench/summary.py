@@ -8,6 +8,7 @@ from typing import Any
 from . import cacherecord
 from .analysis import analyze_test
 from .analysis.kinds import kind_named
+from .analysis.repeat import point_repeatability
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
 from .records.base import dump
@@ -24,7 +25,7 @@ def test_summary(t: TestData) -> dict[str, Any]:
             if label in r.tracking:
                 tracking[label].append(r.tracking[label])
     status = "complete" if t.finished else ("running or interrupted" if t.rounds else "started")
-    out = {
+    out: dict[str, Any] = {
         "name": t.name,
         "title": plan.title or t.name,
         "kind": a.kind,
@@ -41,7 +42,19 @@ def test_summary(t: TestData) -> dict[str, Any]:
     }
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
+    if a.kind == "fixed" and t.rounds:
+        out["points"] = repeat_points(t)
     return out
+
+
+def repeat_points(t: TestData) -> list[dict[str, Any]]:
+    """A fixed test's points: every run's MiB/s and their repeatability figures."""
+    labels = {(p.bs, p.read_pct): p.label for p in t.plan.points}
+    return [
+        {"label": labels.get(key, ""), "bs": key[0], "read_pct": key[1], "unit": "MiB/s"}
+        | rep.to_dict()
+        for key, rep in point_repeatability(t.rounds).items()
+    ]
 
 
 def run_summary(run: RunData) -> dict[str, Any]:
@@ -116,4 +129,17 @@ def format_summary(s: dict[str, Any]) -> str:
                     f"{v['excursion_ratio']:.1%} (<= {v['max_excursion']:.0%}), slope excursion "
                     f"{v['slope_excursion_ratio']:.1%} (<= {v['max_slope_excursion']:.0%})"
                 )
+        for p in t.get("points", []):
+            lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
     return "\n".join(lines)
+
+
+def _repeat_text(p: dict[str, Any]) -> str:
+    """A repeated point for people: runs, mean, deviation (MiB/s)."""
+    runs = ", ".join(_num(x) for x in p["runs"])
+    text = f"{p['unit']}: runs {runs}; mean {_num(p['mean'])}, deviation ±{_num(p['mean_abs_dev'])}"
+    if p["mean_abs_dev_pct"] is not None:
+        text += f" ({p['mean_abs_dev_pct']:.1f} %)"
+    if p["ci95"] is not None:
+        text += f", 95 % CI [{_num(p['ci95'][0])}, {_num(p['ci95'][1])}]"
+    return text

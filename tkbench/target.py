@@ -117,6 +117,15 @@ class Target:
         """The target exists for the body (a regular file is created: :class:`FileTarget`)."""
         yield
 
+    @contextlib.contextmanager
+    def workspace(self, run_dir: Path) -> Iterator[None]:
+        """What the run needs on the target while it runs (a volume's working
+        directory: :class:`tkbench.volume.VolumeTarget`), removed however it ends."""
+        yield
+
+    def test_done(self, name: str) -> None:
+        """A test has finished (a volume removes its test files)."""
+
     def check_purge(self, method: str) -> None:
         """Refuse, before anything starts, a purge method that cannot apply to this target."""
 
@@ -366,7 +375,11 @@ def open_target(spec: str, size: int | None = None, create: bool = False) -> Tar
             raise InputError("--size applies to regular files only, not to block devices")
         return _open_block(spec)
     if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"target {spec} is a directory; give a file, a block device or an NBD URI")
+        if size is not None:
+            raise InputError("--size applies to regular files only, not to a directory")
+        from .volume import open_volume
+
+        return open_volume(spec, path)
     if not stat.S_ISREG(st.st_mode):
         raise SafetyError(f"target {spec} is neither a regular file nor a block device")
     cap = st.st_size

@@ -60,7 +60,8 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
         "--target",
         type=text_arg,
         metavar="TARGET",
-        help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH)",
+        help="block device (/dev/nvme0n1), regular file, NBD URI (nbd+unix:///?socket=PATH), "
+        "or a directory on a mounted filesystem for volume profiles (ars)",
     )
     p.add_argument(
         "--size",

@@ -32,6 +32,8 @@ class Workload:
     data_pattern: str = "random"
     direct: bool = True
     ioengine: str = "auto"  # as the profile said it; see TestPlan.ioengine_used
+    fsync: int = 0  # fio fsync: a synchronous write after every N writes (0: none)
+    end_fsync: bool = False  # fio end_fsync: written data made durable before the job ends
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,10 @@ class TestPlan(Record):
     Format history: 1 (no ``schema`` field) — ``ioengine_used`` missing in runs
     before it was recorded (derived on upgrade as the engine derived it then:
     ``auto`` is nbd for NBD targets, libaio otherwise); 2 — ``schema`` written,
-    ``ioengine_used`` always present."""
+    ``ioengine_used`` always present; 3 — ``workload.fsync`` and
+    ``workload.end_fsync`` (volume benchmarks; absent before: 0 and false)."""
 
-    VERSION = 2
+    VERSION = 3
     __test__ = False  # not a pytest test class, whatever its name
 
     kind: str  # steady | saturation | fixed (tkbench.analysis.kinds)
@@ -107,7 +110,11 @@ def _plan_v1(data: dict[str, Any], context: Context) -> dict[str, Any]:
     return data
 
 
-TestPlan.UPGRADES = {1: _plan_v1}
+def _plan_v2(data: dict[str, Any], context: Context) -> dict[str, Any]:
+    return data  # the new workload fields default to what older runs did: no fsync
+
+
+TestPlan.UPGRADES = {1: _plan_v1, 2: _plan_v2}
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from typing import Any
 from .. import cacherecord
 from ..analysis import kind_of
 from ..analysis.pts import departures
+from ..analysis.repeat import point_repeatability
 from ..device.writecache import describe as write_cache_text
 from ..records import Manifest
-from ..store import RunData
+from ..store import RunData, TestData
 from . import fmt
 from .model import COMPLETE, Row, TestReport
 from .options import ReportOptions
@@ -210,6 +211,13 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     m = run.manifest
     out = []
     ident = identity(m)
+    if m.target.kind == "volume":
+        out.append(
+            "A volume benchmark: the target was a directory on a mounted filesystem, and only "
+            "tkbench's own test files in it were written. The results describe the filesystem "
+            "and the drive beneath it as they are used; this is no SNIA PTS test and makes no "
+            "PTS claim."
+        )
     if m.target.kind == "file" or ident.get("interface") == "file":
         out.append(
             "The target was a regular file: the results describe the file system and the "
@@ -260,11 +268,38 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
         f"{fmt.gb(cap)} user capacity), run from {fmt.when(m.started or None)} "
         f"to {fmt.when(m.ended or None)}. {run_status_text(m)}"
     ]
+    if m.target.kind == "volume":
+        # page 1 shows the first paragraph: the volume and every test's result in it
+        said = [_repeat_sentence(t) for t in run.tests if t.rounds]
+        return (" ".join([_volume_sentence(m), *said]), *said)
     for t in tests:
         verdict = t.verdict or t.status_text
         status = "" if t.status == COMPLETE else f" [{t.status_text}]"
         lines.append(f"{t.title}: {verdict}{status}")
     return tuple(lines)
+
+
+def _volume_sentence(m: Manifest) -> str:
+    ident = identity(m)
+    return (
+        f"How fast is this volume? tkbench ran “{text_or(m.profile.name)}” on "
+        f"{text_or(ident.get('path'))} ({text_or(ident.get('filesystem'))} on "
+        f"{text_or(ident.get('source'))}, {fmt.gb(m.target.capacity_bytes)}), from "
+        f"{fmt.when(m.started or None)} to {fmt.when(m.ended or None)}, writing only its own "
+        f"test files, which it removed afterwards. {run_status_text(m)}"
+    )
+
+
+def _repeat_sentence(t: TestData) -> str:
+    """A repeated test in a customer's words: the average and how much the runs differ."""
+    parts = []
+    for rep in point_repeatability(t.rounds).values():
+        n = len(rep.runs)
+        text = f"{rep.mean:,.1f} MiB/s on average over {n} run{'s' if n != 1 else ''}"
+        if n > 1 and rep.mean_abs_dev_pct is not None:
+            text += f", the runs within ±{rep.mean_abs_dev_pct:.1f} % of it"
+        parts.append(text)
+    return f"{t.plan.title or t.name}: {'; '.join(parts)}."
 
 
 def device_line(manifest: Manifest) -> str:
