@@ -36,6 +36,8 @@ def purge_methods() -> tuple[str, ...]:
 # "auto" picks the secure erase by interface; "none" skips the purge
 PURGE_METHODS = (*purge_methods(), "none")
 DATA_PATTERNS = ("random", "zero")
+# the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
+PTS_VARIANTS = ("E", "C", "none")
 
 
 # --------------------------------------------------------------------------- model
@@ -228,6 +230,7 @@ class Profile:
     tests: tuple[TestSpec, ...]
     acceptance: Acceptance
     resolved: dict[str, Any] = field(compare=False, repr=False)  # merged TOML, for manifests
+    pts_variant: str | None = None  # "E" (PTS-E), "C" (PTS-C); None: no PTS claim
 
     def test(self, name: str) -> TestSpec:
         for t in self.tests:
@@ -423,7 +426,12 @@ SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "report": REPORT_SCHEMA,
     "acceptance": ACCEPTANCE_SCHEMA,
 }
-TOP_KEYS = {"name": _str, "description": _str, "extends": _str}
+TOP_KEYS = {
+    "name": _str,
+    "description": _str,
+    "extends": _str,
+    "pts_variant": _choice(PTS_VARIANTS),
+}
 
 
 # --------------------------------------------------------------------------- loading
@@ -736,6 +744,10 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 "acceptance.criteria", f"no test {c.test!r} (tests: {', '.join(sorted(names))})"
             )
     name = data.get("name") or Path(source).stem
+    # recorded even when inherited or left out, so that a stored run says which variant
+    # it claimed (runs stored before the key existed lack it: tkbench.analysis.pts)
+    variant = data.get("pts_variant", "none")
+    data = {**data, "pts_variant": variant}
     return Profile(
         name=name,
         description=data.get("description", ""),
@@ -748,4 +760,5 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         tests=tuple(tests),
         acceptance=Acceptance(**ac),
         resolved=data,
+        pts_variant=None if variant == "none" else variant,
     )
