@@ -36,6 +36,7 @@ from tkbench.records import (
     TargetRecord,
 )
 from tkbench.report import build_report, header
+from tkbench.report.model import PtsClaim
 from tkbench.store import RunData, load_run
 
 MiB = 1024 * 1024
@@ -460,6 +461,31 @@ def test_every_departure_reaches_the_first_page_whole() -> None:
     assert len(judged.departures) == 6 and len(flat) == 3
     # nothing about them is left in the amber notes
     assert not any("PTS" in w for w in header.warnings(run, ()))
+
+
+def test_the_first_page_says_conforms_departs_or_no_claim() -> None:
+    """The report's HTML for each kind of claim (a kept run directory's model)."""
+    from tests._rundir_outputs import GENERATED, RUNDIRS
+    from tkbench.report import analysis, options, render
+
+    run = load_run(RUNDIRS / "file-a")
+    model = analysis.analyze(run, options.resolve_options(run.manifest), generated=GENERATED)
+    assert model.pts is not None and model.pts.variant == "E" and not model.pts.conforms
+
+    def first_page(claim: PtsClaim) -> str:
+        html = render.build_document(dataclasses.replace(model, pts=claim), None).html
+        return html[html.index('id="pts"') : html.index("Headline results")]
+
+    yes = first_page(PtsClaim("E", True, "Conforms to SNIA PTS-E 2.0.2 (tests IOPS)."))
+    assert "banner info" in yes and "Conforms to SNIA PTS-E 2.0.2 (tests IOPS)." in yes
+    none = first_page(PtsClaim(None, False, "No SNIA PTS claim: none declared."))
+    assert "banner" not in none and "No SNIA PTS claim: none declared." in none
+    no = first_page(model.pts)
+    assert "banner warn" in no and model.pts.statement in no
+    for tests, items in model.pts.groups:
+        assert f"<b>{tests}</b>" in no
+        for item in items:
+            assert item.replace("'", "&#39;") in no
 
 
 def test_the_table_names_the_four_tests_once() -> None:
