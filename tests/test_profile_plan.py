@@ -455,3 +455,28 @@ def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixtu
     lean = json.loads(capsys.readouterr().out)
     assert all("jobfiles" not in t for t in lean["tests"])
     assert lean["estimate"]["min_seconds"] < lo  # preconditioning assumed at 1000 MB/s
+
+
+def test_the_pts_variant_is_declared_inherited_and_recorded(tmp_path: Path) -> None:
+    assert profile.load("pts-e").pts_variant == "E"
+    assert profile.load("pts-c").pts_variant == "C"
+    assert profile.load("quick").pts_variant == "E"  # inherited from pts-e
+    none = profile.load("pts-e", ["pts_variant=none"])
+    assert none.pts_variant is None
+    # recorded in the resolved profile (the manifest's) even where a profile says nothing
+    data = dict(profile.load_raw("pts-e")[0])
+    del data["pts_variant"]
+    custom = profile.build(data, str(tmp_path / "custom.toml"))
+    assert custom.pts_variant is None and custom.resolved["pts_variant"] == "none"
+    assert profile.load("pts-c").resolved["pts_variant"] == "C"
+
+
+def test_a_bad_variant_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text('extends = "pts-e"\npts_variant = "enterprise"\n')
+    with pytest.raises(ProfileError, match=r"key 'pts_variant': 'enterprise' is not one of E, C"):
+        profile.load(str(f))
+    argv = ["plan", "--profile", "pts-e", "--target", str(tmp_path / "t.img"), "--size", "1G"]
+    assert cli.main([*argv, "--set", "pts_variant=X"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--set pts_variant" in err

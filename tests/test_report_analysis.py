@@ -13,7 +13,6 @@ import pytest
 
 import tkbench.analysis as core
 from tkbench import store
-from tkbench.analysis.pts import departures
 from tkbench.analysis.window import merge_bins
 from tkbench.errors import InputError
 from tkbench.records import (
@@ -21,7 +20,6 @@ from tkbench.records import (
     Manifest,
     PlannedPoint,
     PointResult,
-    ProfileRef,
     Purge,
     Round,
     TestPlan,
@@ -458,23 +456,6 @@ def test_health_rows_before_and_after() -> None:
     assert rows["Media and data integrity errors"] == ("0", "0")
     assert "Power-on hours" not in rows
     assert procedure.health_rows({"source": "none", "notes": ["no SMART data"]}, None) == ()
-
-
-def test_pts_deviations_name_every_reduced_parameter() -> None:
-    from tkbench import profile as profilemod
-
-    def manifest_of(name: str) -> Manifest:
-        prof = profilemod.load(name)
-        return Manifest(profile=ProfileRef(name, prof.source, prof.resolved))
-
-    assert departures(manifest_of("pts-e")) == []
-    assert departures(manifest_of("pts-c")) == []
-    quick = " ".join(departures(manifest_of("quick")))
-    assert "IOPS: block sizes 64k, 4k" in quick
-    assert "1 s points (PTS: 1m 00s)" in quick
-    assert "at most 12 rounds (PTS: 25)" in quick
-    assert "2 jobs x QD 8 (PTS: 4 x 32)" in quick
-    assert "stops at 4x capacity or 1m 00s" in quick
 
 
 def _queue_plan(numjobs: int = 2, iodepth: int = 8) -> TestPlan:

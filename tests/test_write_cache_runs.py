@@ -21,7 +21,7 @@ from tests._helpers import TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import Call, FakeFio
 from tkbench import cacherecord, cli, profile, runs
 from tkbench import plan as planmod
-from tkbench.analysis.pts import departures
+from tkbench.analysis.conformance import judge_plan, judge_run
 from tkbench.cli.commands import _warn_write_cache
 from tkbench.device import DeviceIdentity, WriteCacheError
 from tkbench.device.writecache import describe
@@ -33,7 +33,6 @@ from tkbench.errors import (
     ProfileError,
     ToolMissingError,
 )
-from tkbench.records import Manifest, ProfileRef
 from tkbench.report import header
 from tkbench.runs import RunRequest, start
 from tkbench.store import RunStore, load_run
@@ -41,6 +40,7 @@ from tkbench.summary import format_summary, run_summary
 from tkbench.target import BlockTarget, Target, open_target
 
 MiB = 1024 * 1024
+GiB = 1024 * MiB
 ONLY_IOPS = [
     "tests.iops.rounds.max=3",
     "tests.iops.rounds.window=2",
@@ -86,15 +86,19 @@ def test_bad_value_on_the_command_line_exits_2(
 
 
 def test_a_setting_other_than_the_pts_variants_is_a_departure() -> None:
-    def of(name: str, *sets: str) -> list[str]:
-        prof = profile.load(name, list(sets))
-        return departures(Manifest(profile=ProfileRef(name, prof.source, prof.resolved)))
+    def of(name: str, *sets: str) -> list[tuple[str, str]]:
+        plan = planmod.build(profile.load(name, list(sets)), planmod.TargetInfo("d", "block", GiB))
+        return [
+            (d.required, d.actual)
+            for d in judge_plan(plan).departures
+            if d.requirement == "volatile write cache"
+        ]
 
     assert of("pts-e") == [] and of("pts-c") == []
-    assert "volatile write cache unchanged (PTS: disabled)" in of("quick")
-    assert of("pts-c", "workload.write_cache=disabled") == [
-        "volatile write cache disabled (PTS: enabled)"
+    assert of("quick") == [
+        ("disabled, WCD", "left as the drive had it (workload.write_cache = unchanged)")
     ]
+    assert of("pts-c", "workload.write_cache=disabled") == [("enabled, WCE", "disabled")]
 
 
 def test_plan_says_what_will_be_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -202,6 +206,11 @@ def test_pts_e_setting_holds_for_every_round_and_is_restored(
     assert rows["Volatile write cache"] == describe(rec)
     device = {r.label for r in header.device_rows(load_run(tmp_path / "run").manifest)}
     assert "Kernel write-cache mode (sysfs)" in device and "Volatile write cache" not in device
+    # the cache as PTS-E asks and a secure erase: neither is a departure (quick's load is)
+    found = {d.requirement for d in judge_run(load_run(tmp_path / "run"), rec).departures}
+    assert "volatile write cache" not in found and "purge" not in found
+    assert "outstanding I/O" in found
+    assert summary["pts"]["variant"] == "E" and summary["pts"]["conforms"] is False
 
 
 def test_restored_after_an_interrupt_and_set_again_on_resume(
@@ -312,7 +321,15 @@ def test_a_file_target_records_the_departure(tmp_path: Path, fakes: FakeTools) -
         "NOT disabled as the profile asks: a regular file has no drive write cache of its own"
     )
     run = load_run(tmp_path / "run")
-    assert any("which did not apply" in w for w in header.warnings(run, ()))
+    # quick claims PTS-E: the first page lists it among the departures, and only there
+    (cache,) = [
+        d for d in judge_run(run, rec).departures if d.requirement == "volatile write cache"
+    ]
+    assert cache.test is None and cache.required == "disabled, WCD"
+    assert cache.actual == "not set, as a regular file has no drive write cache of its own"
+    claim = header.pts_claim(run)
+    assert any(cache.words() in items for _, items in claim.groups)
+    assert not any("did not apply" in w for w in header.warnings(run, ()))
     assert "write cache: disabled not applied" in (tmp_path / "run" / "events.log").read_text()
 
 

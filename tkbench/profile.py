@@ -36,6 +36,8 @@ def purge_methods() -> tuple[str, ...]:
 # "auto" picks the secure erase by interface; "none" skips the purge
 PURGE_METHODS = (*purge_methods(), "none")
 DATA_PATTERNS = ("random", "zero")
+# the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
+PTS_VARIANTS = ("E", "C", "none")
 
 
 # --------------------------------------------------------------------------- model
@@ -243,6 +245,7 @@ class Profile:
     resolved: dict[str, Any] = field(compare=False, repr=False)  # merged TOML, for manifests
     scope: str = "device"  # device: a whole drive (destructive); volume: a directory's files
     volume: VolumeSpec = field(default_factory=VolumeSpec)
+    pts_variant: str | None = None  # "E" (PTS-E), "C" (PTS-C); None: no PTS claim
 
     def test(self, name: str) -> TestSpec:
         for t in self.tests:
@@ -449,7 +452,13 @@ SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "acceptance": ACCEPTANCE_SCHEMA,
     "volume": VOLUME_SCHEMA,
 }
-TOP_KEYS = {"name": _str, "description": _str, "extends": _str, "scope": _choice(SCOPES)}
+TOP_KEYS = {
+    "name": _str,
+    "description": _str,
+    "extends": _str,
+    "scope": _choice(SCOPES),
+    "pts_variant": _choice(PTS_VARIANTS),
+}
 
 
 # --------------------------------------------------------------------------- loading
@@ -768,6 +777,10 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 "acceptance.criteria", f"no test {c.test!r} (tests: {', '.join(sorted(names))})"
             )
     name = data.get("name") or Path(source).stem
+    # recorded even when inherited or left out, so that a stored run says which variant
+    # it claimed (runs stored before the key existed lack it: tkbench.analysis.pts)
+    variant = data.get("pts_variant", "none")
+    data = {**data, "pts_variant": variant}
     return Profile(
         name=name,
         description=data.get("description", ""),
@@ -782,6 +795,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         resolved=data,
         scope=scope,
         volume=VolumeSpec(**vol),
+        pts_variant=None if variant == "none" else variant,
     )
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from . import cacherecord
 from .analysis import analyze_test
+from .analysis.conformance import judge_run
 from .analysis.kinds import kind_named
+from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
@@ -74,6 +76,8 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "resumes": [dump(r) for r in m.resumes],
         # RUN/write-cache.json as stored (null for runs made before tkbench set it)
         "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
+        # conformance to the SNIA PTS variant the stored profile declares
+        "pts": judge_run(run, wc).to_dict(),
         "tests": [test_summary(t) for t in run.tests],
     }
 
@@ -106,6 +110,11 @@ def format_summary(s: dict[str, Any]) -> str:
         ),
     ]
     lines.append(f"Cache     volatile write cache {_cache_text(s.get('write_cache'))}")
+    if s.get("pts"):
+        titles = {t["name"]: t["title"] for t in s["tests"]}
+        pts = Judgement.from_dict(s["pts"], titles).lines()
+        lines.append(f"PTS       {pts[0]}")
+        lines += [f"        {line}" for line in pts[1:]]
     if s.get("error"):
         lines.append(f"Error     {s['error']}")
     for r in s.get("resumes", []):

@@ -150,6 +150,10 @@ class Target:
 
         return plan_text(None, setting, self.no_write_cache)
 
+    def write_cache_absent(self) -> str | None:
+        """Why the target has no drive write cache to set (None: it has one)."""
+        return self.no_write_cache
+
     def health(self) -> dict[str, Any] | None:
         """A SMART/health snapshot (None where the target has none)."""
         return None
@@ -277,6 +281,11 @@ class BlockTarget(Target):
         from .device.writecache import plan_text
 
         return plan_text(self.device, setting)
+
+    def write_cache_absent(self) -> str | None:
+        from .device.writecache import not_applicable
+
+        return not_applicable(self.device)
 
     def health(self) -> dict[str, Any] | None:
         from .device import health

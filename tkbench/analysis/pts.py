@@ -1,128 +1,277 @@
-"""Where a run departs from the SNIA PTS 2.0.2 parameters (pure).
+"""SNIA PTS 2.0.2 as a table, and what a judgement against it says (pure).
 
-The reference is a table in this module — the parameters a PTS-E or PTS-C report
-states for the four basic tests — never a profile file of the installation, so a
-newer tkbench with other bundled profiles judges an old run exactly as before.  The
-run's side is the profile it ran with, as stored (resolved) in its manifest.
-docs/methodology.md says where each number comes from in the specification.
+The reference is :data:`TESTS`, :data:`VARIANTS` and :data:`COMMON`: the requirements
+of PTS 2.0.2 for the four basic tests (IOPS, Throughput, Latency, Write Saturation)
+and those common to them, in the code -- never a profile file of the installation,
+so a newer tkbench with other bundled profiles judges an old run by the same text.
+docs/methodology.md ("The PTS 2.0.2 requirements tkbench checks") says where each
+entry comes from.  :mod:`.conformance` applies the table to a plan or to a run's
+records and gives a :class:`Judgement`: the variant, the PTS tests judged, and every
+:class:`Departure` as ``{"test", "requirement", "required", "actual"}``.
+
+The variant is the profile's ``pts_variant`` ("E", "C" or "none": no PTS claim).
+A run whose stored profile predates that key is judged as tkbench judged such runs
+then: PTS-C for the profile named ``pts-c``, PTS-E for any other
+(:func:`stored_variant`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import ProfileError
-from ..profile import Profile, build
 from ..records import Manifest
-from ..units import format_duration, format_size
 
 K = 1024
+MINUTE = 60.0
+DAY = 86400.0
+SPEC = "SNIA PTS 2.0.2"
 
 
-@dataclass(frozen=True)
-class TestReference:
-    name: str
-    title: str
-    block_sizes: tuple[int, ...]
-    mixes: tuple[int, ...]  # read percentages
-    load: tuple[int, int] | None = None  # (jobs, queue depth); None: the variant's
-    steady: bool = True
-    stop_written_multiple: float = 0.0  # write saturation: capacities written ...
-    max_duration: float = 0.0  # ... or seconds
+# --------------------------------------------------------------------------- the table
 
 
 @dataclass(frozen=True)
 class Variant:
-    name: str  # "PTS-E", "PTS-C"
-    load: tuple[int, int]  # (jobs, queue depth) of every test without its own
+    """What differs between PTS-E and PTS-C."""
+
+    letter: str  # "E", "C"
+    name: str  # "PTS-E"
+    load: tuple[int, int]  # (thread count, queue depth) of IOPS and WSAT
     active_range: float  # percent of the user capacity
-    precondition_multiple: float = 2.0  # workload-independent preconditioning, x capacity
-    point_runtime: float = 60.0  # seconds of every point (one-minute rounds in WSAT)
-    rounds_max: int = 25
-    write_cache: str = "disabled"  # the volatile write cache: PTS-E WCD, PTS-C WCE
+    write_cache: str  # the volatile write cache: "disabled" (WCD) or "enabled" (WCE)
 
 
-TESTS = (
-    TestReference(
+@dataclass(frozen=True)
+class TestRequirement:
+    """One PTS test: its access pattern, loops, load, steady-state rule or stop rule."""
+
+    name: str  # the profile's test section that runs it
+    title: str
+    kind: str  # steady | saturation (tkbench.analysis.kinds)
+    pattern: str  # random | sequential
+    block_sizes: tuple[int, ...]  # the inner loop, in its order (largest first)
+    mixes: tuple[int, ...]  # read percentages: the outer loop, in its order
+    tracking: tuple[str, ...] = ()  # steady-state tracking variables
+    load: tuple[int, int] | None = None  # (threads, queue depth); None: the variant's
+    precondition: bool = True  # workload-independent preconditioning before the rounds
+    per_block_size: bool = False  # each block size purged and preconditioned at its size
+    stop_written_multiple: float = 0.0  # write saturation: x user capacity written ...
+    max_duration: float = 0.0  # ... or seconds, whichever comes first
+
+
+@dataclass(frozen=True)
+class Common:
+    """Requirements every test shares."""
+
+    precondition_multiple: float = 2.0  # WIPC: 2x the user capacity ...
+    precondition_bs: int = 128 * K  # ... of sequential 128 KiB writes (throughput: its bs)
+    data_pattern: str = "random"
+    direct: bool = True
+    point_runtime: float = MINUTE  # every point of a round; a WSAT round is one point
+    window: int = 5  # rounds of the measurement window
+    max_excursion: float = 0.20  # data excursion within 20 % of the window mean
+    max_slope_excursion: float = 0.10  # fitted line's range within 10 % of the mean
+    rounds: int = 25  # a test may stop without steady state at round 25, not before
+
+
+COMMON = Common()
+VARIANTS: dict[str, Variant] = {
+    "E": Variant("E", "PTS-E", (4, 32), 100.0, "disabled"),
+    "C": Variant("C", "PTS-C", (2, 16), 75.0, "enabled"),
+}
+TESTS: tuple[TestRequirement, ...] = (
+    TestRequirement(
         "iops",
         "IOPS",
+        "steady",
+        "random",
         (1024 * K, 128 * K, 64 * K, 32 * K, 16 * K, 8 * K, 4 * K, 512),
         (100, 95, 65, 50, 35, 5, 0),
+        ("iops 4k 0/100", "iops 64k 65/35", "iops 1024k 100/0"),
     ),
-    TestReference("throughput", "Throughput", (1024 * K, 128 * K), (100, 0), load=(1, 32)),
-    TestReference("latency", "Latency", (8 * K, 4 * K, 512), (100, 65, 0), load=(1, 1)),
-    TestReference(
+    TestRequirement(
+        "throughput",
+        "Throughput",
+        "steady",
+        "sequential",
+        (1024 * K, 128 * K),
+        (100, 0),
+        ("bw 1024k 0/100", "bw 128k 0/100"),
+        load=(1, 32),
+        per_block_size=True,
+    ),
+    TestRequirement(
+        "latency",
+        "Latency",
+        "steady",
+        "random",
+        (8 * K, 4 * K, 512),
+        (100, 65, 0),
+        ("lat_mean 4k 0/100",),
+        load=(1, 1),
+    ),
+    TestRequirement(
         "wsat",
         "Write Saturation",
+        "saturation",
+        "random",
         (4 * K,),
         (0,),
-        steady=False,
+        precondition=False,
         stop_written_multiple=4.0,
-        max_duration=86400.0,
+        max_duration=DAY,
     ),
 )
-PTS_E = Variant("PTS-E", (4, 32), 100.0)
-PTS_C = Variant("PTS-C", (2, 16), 75.0, write_cache="enabled")
+BY_NAME = {r.name: r for r in TESTS}
+NO_VARIANT = "none"
 
 
-def variant_of(profile: Profile) -> Variant:
-    return PTS_C if profile.name == "pts-c" else PTS_E
+# --------------------------------------------------------------------------- results
 
 
-def departures(manifest: Manifest) -> list[str]:
-    """Where the run's stored profile departs from the PTS parameters, in words.
+@dataclass(frozen=True)
+class Departure:
+    """One requirement a test (or the whole run: ``test`` None) does not meet."""
 
-    Compares the parameters a PTS report states: the tests, their block sizes,
-    R/W mixes, point durations, round limits, loads, the ActiveRange, the
-    preconditioning amount, the write-saturation limits and the volatile write
-    cache setting.
-    """
-    try:
-        run = build(dict(manifest.profile.resolved), manifest.profile.source)
-    except ProfileError:
-        return []
-    ref = variant_of(run)
-    out: list[str] = []
-    if run.precondition.capacity_multiple != ref.precondition_multiple:
-        out.append(
-            f"preconditioning {run.precondition.capacity_multiple:g}x capacity "
-            f"(PTS: {ref.precondition_multiple:g}x)"
+    test: str | None  # the run's test name, the PTS test's, or None: every test
+    requirement: str
+    required: str
+    actual: str
+    title: str = ""  # the test's title, for people ("" for the whole run)
+
+    def words(self) -> str:
+        """``block sizes: 64k, 4k (PTS 2.0.2: 1024k, ..., 512)``."""
+        return f"{self.requirement}: {self.actual} (PTS 2.0.2: {self.required})"
+
+    def sentence(self) -> str:
+        """The departure in plain words, with its test."""
+        return f"{self.title or 'All tests'}: {self.words()}"
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "test": self.test,
+            "requirement": self.requirement,
+            "required": self.required,
+            "actual": self.actual,
+        }
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A run's (or a plan's) standing against PTS 2.0.2."""
+
+    variant: str | None  # "E", "C"; None: the profile declares no PTS variant
+    tests: tuple[str, ...] = ()  # the PTS tests judged, by name (iops, throughput, ...)
+    departures: tuple[Departure, ...] = ()
+    planned: bool = False  # judged from a plan, before anything ran
+
+    @property
+    def conforms(self) -> bool:
+        return self.variant is not None and bool(self.tests) and not self.departures
+
+    @property
+    def name(self) -> str:
+        """``SNIA PTS-E 2.0.2``."""
+        return f"SNIA {VARIANTS[self.variant].name} 2.0.2" if self.variant else SPEC
+
+    @property
+    def titles(self) -> list[str]:
+        return [BY_NAME[n].title for n in self.tests if n in BY_NAME]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``pts`` of ``show --json`` and ``plan --json``."""
+        return {
+            "variant": self.variant,
+            "conforms": self.conforms,
+            "tests": list(self.tests),
+            "statement": self.statement(),
+            "departures": [d.to_dict() for d in self.departures],
+        }
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], titles: Mapping[str, str], planned: bool = False
+    ) -> Judgement:
+        """The judgement :meth:`to_dict` gave, with the tests' titles (by name) again."""
+
+        def title(test: str | None) -> str:
+            if test is None:
+                return ""
+            ref = BY_NAME.get(test)
+            return titles.get(test) or (ref.title if ref else test)
+
+        return cls(
+            data.get("variant"),
+            tuple(data.get("tests", ())),
+            tuple(
+                Departure(
+                    d.get("test"),
+                    d["requirement"],
+                    d["required"],
+                    d["actual"],
+                    title(d.get("test")),
+                )
+                for d in data.get("departures", ())
+            ),
+            planned,
         )
-    if run.workload.write_cache != ref.write_cache:
-        out.append(f"volatile write cache {run.workload.write_cache} (PTS: {ref.write_cache})")
-    mine = {t.name: t for t in run.tests}
-    for r in TESTS:
-        t = mine.get(r.name)
-        if t is None:
-            out.append(f"no {r.title} test")
-            continue
-        diffs = []
-        if t.block_sizes != r.block_sizes:
-            diffs.append("block sizes " + ", ".join(format_size(b) for b in t.block_sizes))
-        if tuple(m.read for m in t.mixes) != r.mixes:
-            diffs.append("R/W mixes " + ", ".join(m.label for m in t.mixes))
-        if t.point_runtime != ref.point_runtime:
-            diffs.append(
-                f"{format_duration(t.point_runtime)} points "
-                f"(PTS: {format_duration(ref.point_runtime)})"
+
+    def statement(self) -> str:
+        """The claim in one sentence."""
+        if self.variant is None:
+            return (
+                "No SNIA PTS claim: the profile declares no PTS variant (pts_variant), so "
+                "its numbers are not presented as PTS results."
             )
-        if t.kind == "steady" and t.rounds.max != ref.rounds_max:
-            diffs.append(f"at most {t.rounds.max} rounds (PTS: {ref.rounds_max})")
-        wl = t.workload
-        jobs, qd = r.load or ref.load
-        if (wl.numjobs, wl.iodepth) != (jobs, qd):
-            diffs.append(f"{wl.numjobs} jobs x QD {wl.iodepth} (PTS: {jobs} x {qd})")
-        if wl.active_range != ref.active_range:
-            diffs.append(f"ActiveRange {wl.active_range:g} % (PTS: {ref.active_range:g} %)")
-        if t.kind == "saturation" and (t.max_duration, t.stop_written_multiple) != (
-            r.max_duration,
-            r.stop_written_multiple,
-        ):
-            diffs.append(
-                f"stops at {t.stop_written_multiple:g}x capacity or "
-                f"{format_duration(t.max_duration)} (PTS: {r.stop_written_multiple:g}x "
-                f"or {format_duration(r.max_duration)})"
-            )
-        if diffs:
-            out.append(f"{r.title}: " + ", ".join(diffs))
-    return out
+        if self.conforms:
+            how = " as planned" if self.planned else ""
+            return f"Conforms to {self.name}{how} (tests {', '.join(self.titles)})."
+        n = len(self.departures)
+        what = "This plan departs" if self.planned else "This run departs"
+        return (
+            f"{what} from {self.name} in {n} point{'s' if n != 1 else ''}; "
+            f"its numbers are not {VARIANTS[self.variant].name} results."
+        )
+
+    def merged(self) -> list[tuple[str, str]]:
+        """For people: (tests, words) with a departure several tests share said once."""
+        tests: dict[tuple[str, str, str], list[str]] = {}
+        words: dict[tuple[str, str, str], str] = {}
+        for d in self.departures:
+            key = (d.requirement, d.required, d.actual)
+            names = tests.setdefault(key, [])
+            title = d.title or "All tests"
+            if title not in names:
+                names.append(title)
+            words[key] = d.words()
+        return [
+            ("All tests" if "All tests" in names else ", ".join(names), words[key])
+            for key, names in tests.items()
+        ]
+
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """The departures by the tests they concern, in order: (tests, [words, ...])."""
+        out: dict[str, list[str]] = {}
+        for tests, words in self.merged():
+            out.setdefault(tests, []).append(words)
+        return list(out.items())
+
+    def lines(self) -> list[str]:
+        """For ``show`` and ``plan``: the statement, then the departures by test."""
+        out = [self.statement()]
+        for tests, items in self.groups():
+            out.append(f"  {tests}:")
+            out += [f"    {w}" for w in items]
+        return out
+
+
+def stored_variant(manifest: Manifest) -> str | None:
+    """The PTS variant the run's stored profile declares ("E", "C", None for none)."""
+    resolved = manifest.profile.resolved
+    if "pts_variant" in resolved:
+        v = resolved["pts_variant"]
+        return v if isinstance(v, str) and v in VARIANTS else None
+    # stored before profiles declared a variant: judged as tkbench judged such runs then
+    return "C" if manifest.profile.name == "pts-c" else "E"

@@ -41,6 +41,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from .. import jobfile
+    from ..analysis.conformance import judge_plan
     from ..runs import RunRequest, prepare
 
     plan, target = prepare(
@@ -49,6 +50,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         )
     )
     handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
+    pts = judge_plan(plan, target.write_cache_absent())
     if args.json:
         data = planmod.to_json(plan, args.assume_mbps * 1e6)
         if not args.no_jobs:
@@ -60,9 +62,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     "first_round": jobfile.round_jobfile(t, opts, handoff),
                 }
         data["write_cache"] = target.write_cache_plan(plan.profile.workload.write_cache)
+        data["pts"] = pts.to_dict()
         print(json.dumps(data, indent=1))
         return 0
     print(_with_write_cache(planmod.describe(plan, args.assume_mbps * 1e6), plan, target))
+    print("\n" + "\n".join(pts.lines()))
     if not args.no_jobs:
         for t in plan.tests:
             opts = target.fio_options(t.spec.workload.ioengine)

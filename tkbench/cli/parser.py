@@ -101,7 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verbosity(ap, False)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = sub.add_parser("plan", help="print the exact plan, job files and duration; touch nothing")
+    p = sub.add_parser(
+        "plan",
+        help="print the exact plan, job files, duration and SNIA PTS conformance; touch nothing",
+    )
     _add_profile_args(p)
     _add_target_args(p)
     p.add_argument("--no-jobs", action="store_true", help="leave out the fio job files")
@@ -109,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="the whole plan as JSON for scripts: tests, phases, every point, "
-        "preconditioning, estimate (and the job files unless --no-jobs)",
+        "preconditioning, write cache, PTS conformance, estimate (and the job files "
+        "unless --no-jobs)",
     )
     p.add_argument(
         "--assume-mbps",
@@ -226,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("show", help="summarise a run directory")
+    p = sub.add_parser(
+        "show", help="summarise a run directory, with its SNIA PTS conformance or departures"
+    )
     p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)

@@ -155,6 +155,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests),
         flag=header.flag(m),
+        pts=header.pts_claim(run),
         **check_rows(run.checks),
     )
 

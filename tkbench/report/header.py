@@ -12,13 +12,14 @@ from typing import Any
 
 from .. import cacherecord
 from ..analysis import kind_of
-from ..analysis.pts import departures
+from ..analysis.conformance import judge_run
+from ..analysis.pts import Judgement, stored_variant
 from ..analysis.repeat import point_repeatability
 from ..device.writecache import describe as write_cache_text
 from ..records import Manifest
 from ..store import RunData, TestData
 from . import fmt
-from .model import COMPLETE, Row, TestReport
+from .model import COMPLETE, PtsClaim, Row, TestReport
 from .options import ReportOptions
 from .procedure import outstanding, precondition_text, purge_text, stop_rule
 
@@ -223,29 +224,23 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
             "The target was a regular file: the results describe the file system and the "
             "drive beneath it, not a drive on its own."
         )
-    non_compliant = [
-        t.plan.title or t.name for t in run.tests if t.purge and not t.purge.pts_compliant
-    ]
-    if non_compliant:
-        out.append(
-            "The purge before "
-            + ", ".join(str(n) for n in non_compliant)
-            + " was not a PTS-compliant purge."
-        )
-    cache = cacherecord.load(run.root)
-    if cache is not None and not cache.applies and cache.requested != "unchanged":
-        out.append(
-            f"The profile asks for the volatile write cache {cache.requested}, which did not "
-            f"apply: {cache.reason}."
-        )
-    deviations = departures(m)
-    if deviations:
-        out.append(
-            "This run departs from the SNIA PTS test parameters (profile "
-            f"{m.profile.name or '?'}: "
-            f"{', '.join(d.split(':')[0] for d in deviations)}); its numbers are not PTS "
-            "results. The differences are listed under Test set-up, Notes."
-        )
+    if stored_variant(m) is None:
+        # no PTS claim to list these under (pts_claim): they qualify the numbers still
+        non_compliant = [
+            t.plan.title or t.name for t in run.tests if t.purge and not t.purge.pts_compliant
+        ]
+        if non_compliant:
+            out.append(
+                "The purge before "
+                + ", ".join(str(n) for n in non_compliant)
+                + " was not a PTS-compliant purge."
+            )
+        cache = cacherecord.load(run.root)
+        if cache is not None and not cache.applies and cache.requested != "unchanged":
+            out.append(
+                f"The profile asks for the volatile write cache {cache.requested}, which did "
+                f"not apply: {cache.reason}."
+            )
     not_steady = [t.title for t in tests if t.steady is False]
     if not_steady:
         out.append(
@@ -315,5 +310,21 @@ def run_notes(manifest: Manifest) -> tuple[str, ...]:
     """Notes of the target's identification and of the planning."""
     notes = [str(n) for n in identity(manifest).get("notes", []) if n]
     notes += [n for n in manifest.plan_notes if n]
-    notes += [f"Differs from the SNIA PTS parameters: {d}." for d in departures(manifest)]
     return tuple(notes)
+
+
+def pts_claim(run: RunData) -> PtsClaim:
+    """Conformance to the SNIA PTS variant the run's profile declares, judged from what
+    the run recorded: the statement and every departure, for the first page."""
+    return pts_claim_of(judge_run(run, cacherecord.load(run.root)))
+
+
+def pts_claim_of(judged: Judgement) -> PtsClaim:
+    """The first page's PTS claim of a judgement (a departure several tests share is
+    said once, naming them)."""
+    return PtsClaim(
+        variant=judged.variant,
+        conforms=judged.conforms,
+        statement=judged.statement(),
+        groups=tuple((tests, tuple(items)) for tests, items in judged.groups()),
+    )

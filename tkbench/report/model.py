@@ -216,6 +216,17 @@ class CheckRow:
 
 
 @dataclass(frozen=True)
+class PtsClaim:
+    """The first page's statement of conformance to the SNIA PTS variant the profile
+    declares, with every departure (:mod:`tkbench.analysis.pts`)."""
+
+    variant: str | None  # "E", "C"; None: no PTS claim
+    conforms: bool
+    statement: str
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (tests, departures in words)
+
+
+@dataclass(frozen=True)
 class Report:
     title: str
     operator: str
@@ -244,3 +255,4 @@ class Report:
     checks: tuple[CheckRow, ...] = ()
     checks_passed: bool | None = None  # None: the run has no checks
     checks_baseline: str = ""
+    pts: PtsClaim | None = None  # None: a model made without it
