@@ -25,6 +25,7 @@ from .commands import (
     cmd_show,
 )
 from .options import (
+    Many,
     Parser,
     date_arg,
     history_arg,
@@ -58,14 +59,18 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--target",
         type=text_arg,
+        action=Many,
         metavar="TARGET",
-        help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH)",
+        help="block device (/dev/nvme0n1), regular file, or NBD URI (nbd+unix:///?socket=PATH); "
+        "repeat it for several drives in parallel, one independent run each "
+        "(docs/automation.md)",
     )
     p.add_argument(
         "--size",
         type=size_arg,
         metavar="SIZE",
-        help="size of a regular-file target (created if missing), e.g. 64M",
+        help="size of a regular-file target (created if missing), e.g. 64M; "
+        "with several targets, of each regular file",
     )
 
 
@@ -129,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=path_arg,
         metavar="DIR",
-        help="run directory to create (default: runs/PROFILE-DATE-TIME)",
+        help="run directory to create (default: runs/PROFILE-TARGET-DATE-TIME); with "
+        "several targets, the fleet directory holding one run directory per drive "
+        "(default: runs/fleet-PROFILE-DATE-TIME)",
     )
     p.add_argument(
         "--yes",
@@ -139,8 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--confirm",
         metavar="ID",
+        action=Many,
         help="confirm destroying a block device: its serial, or its kernel name "
-        "(e.g. loop3) when it reports none; see 'tkbench devices'",
+        "(e.g. loop3) when it reports none; see 'tkbench devices'; with several "
+        "targets once per block device, each going to the device it names",
     )
     p.add_argument(
         "--force",
@@ -152,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         type=path_arg,
         metavar="RUN_DIR",
-        help="continue an interrupted run with the profile it was started with",
+        help="continue an interrupted run with the profile it was started with; a fleet "
+        "directory: every unfinished run of it",
     )
     p.add_argument(
         "--resume-gap",
