@@ -13,6 +13,7 @@ import contextlib
 import copy
 import io
 import json
+import shlex
 import signal
 import sys
 import time
@@ -23,7 +24,7 @@ from typing import Any
 
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
-from .support import SESSION, info
+from .support import SESSION, command_name, info
 
 
 def _single(args: argparse.Namespace, dest: str) -> list[str]:
@@ -123,6 +124,11 @@ def _common(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _consent(args: argparse.Namespace) -> list[str]:
+    """--yes and --force as given: each run's own guards decide what they allow."""
+    return [*(["--yes"] if args.yes else []), *(["--force"] if args.force else [])]
+
+
 def _start(args: argparse.Namespace, targets: list[str]) -> int:
     from ..store import RunStore
 
@@ -151,12 +157,9 @@ def _start(args: argparse.Namespace, targets: list[str]) -> int:
             argv += ["--size", str(args.size)]
         for o in args.overrides:
             argv += ["--set", o]
-        if args.yes:
-            argv.append("--yes")
+        argv += _consent(args)
         if d.confirm is not None:
             argv += ["--confirm", d.confirm]
-        if args.force:
-            argv.append("--force")
         jobs.append((entry, fleetmod.child_command([*argv, *common])))
     info(f"fleet: {len(drives)} runs in {out}: " + ", ".join(d.name for d in drives))
     return _finish(args, out, record, jobs)
@@ -180,7 +183,7 @@ def _resume(args: argparse.Namespace) -> int:
     common = _common(args)
     jobs = []
     for r in todo:
-        argv = ["run", "--resume", str(root / r.run_dir)]
+        argv = ["run", "--resume", str(root / r.run_dir), *_consent(args)]
         if confirms.get(r.target):
             argv += ["--confirm", confirms[r.target]]
         jobs.append((r, fleetmod.child_command([*argv, *common])))
@@ -238,6 +241,8 @@ def _finish(
         print(json.dumps(summary, indent=1, default=str))
     else:
         info(fleetmod.format_fleet(summary))
+    if fleetmod.unfinished(root, record):
+        info(f"resume every unfinished run: {command_name()} run --resume {shlex.quote(str(root))}")
     return code
 
 
