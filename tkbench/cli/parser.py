@@ -126,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
         description="Run a profile on a target.  Every completed round is stored in the run "
-        "directory before the next starts; --resume continues an interrupted run.",
+        "directory before the next starts; --resume continues an interrupted run.  With "
+        "several --target, one independent run per target, in parallel, below --out; the "
+        "exit code is the worst of theirs (130 > 5 > 4 > 3 > 2 > 1 > 0).",
     )
     _add_profile_args(p)
     _add_target_args(p)
@@ -234,7 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("show", help="summarise a run directory")
+    p = sub.add_parser(
+        "show", help="summarise a run directory, or a fleet directory (one entry per drive)"
+    )
     p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
