@@ -327,3 +327,26 @@ def test_a_fleet_record_from_elsewhere_is_refused(tmp_path: Path) -> None:
     (tmp_path / "fleet.json").write_text(json.dumps(bad))
     with pytest.raises(RunDirError, match="outside the fleet directory"):
         fleetmod.FleetRecord.load(tmp_path)
+
+
+@pytest.mark.root
+@pytest.mark.fio
+def test_each_confirm_goes_to_the_loop_device_it_names(tmp_path: Path) -> None:
+    from fakes import helpers
+    from fakes.helpers import sha256_of
+
+    with helpers.loop_devices(tmp_path) as loops:
+        confirmed, other = loops.create(16), loops.create(16)
+        before = sha256_of(other)
+        out = tmp_path / "fleet"
+        argv = [*TK, "run", "--profile", "quick", "--no-history", "--no-report"]
+        argv += [*sets(*TWO_IOPS_ROUNDS), "--out", str(out)]
+        argv += ["--target", confirmed, "--target", other]
+        argv += ["--confirm", os.path.basename(confirmed)]  # loop devices: the kernel name
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 3, run.stderr[-3000:]
+        rec = json.loads((out / "fleet.json").read_text())
+        assert [r["exit_code"] for r in rec["runs"]] == [0, 3]
+        assert "confirm" in rec["runs"][1]["error"]
+        assert load_run(out / rec["runs"][0]["run_dir"]).manifest.status == "complete"
+        assert sha256_of(other) == before  # the unconfirmed device was not written
