@@ -43,7 +43,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .. import jobfile
     from ..analysis.conformance import judge_plan
     from ..runs import RunRequest, prepare
+    from .fleet import dispatch_plan
 
+    if (several := dispatch_plan(args)) is not None:
+        return several
     plan, target = prepare(
         RunRequest(
             profile=args.profile, target=args.target, size=args.size, overrides=args.overrides
@@ -149,7 +152,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..runs import RunRequest, check_outputs, start
     from ..store import load_run
     from ..summary import run_summary
+    from .fleet import dispatch_run
 
+    if (several := dispatch_run(args)) is not None:
+        return several
     if args.resume is not None:
         if args.overrides:
             raise InputError(
@@ -424,7 +430,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from ..store import load_run
     from ..summary import format_summary, run_summary
+    from .fleet import dispatch_show
 
+    if (several := dispatch_show(args)) is not None:
+        return several
     summary = run_summary(load_run(args.run_dir))
     if args.json:
         print(json.dumps(summary, indent=1, default=str))

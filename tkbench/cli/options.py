@@ -35,6 +35,23 @@ class Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+class Many(argparse.Action):
+    """A repeatable option (``run --target A --target B``): the values in order, the
+    same value given again once only."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        got = list(getattr(namespace, self.dest, None) or [])
+        if values not in got:
+            got.append(values)
+        setattr(namespace, self.dest, got)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so errors share one path, and whose
     plain options may be given once only (:class:`Once`)."""

@@ -26,6 +26,7 @@ from .commands import (
     cmd_show,
 )
 from .options import (
+    Many,
     Parser,
     date_arg,
     history_arg,
@@ -59,15 +60,18 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--target",
         type=text_arg,
+        action=Many,
         metavar="TARGET",
         help="block device (/dev/nvme0n1), regular file, NBD URI (nbd+unix:///?socket=PATH), "
-        "or a directory on a mounted filesystem for volume profiles (ars)",
+        "or a directory on a mounted filesystem for volume profiles (ars); repeat it for "
+        "several drives in parallel, one independent run each (docs/automation.md)",
     )
     p.add_argument(
         "--size",
         type=size_arg,
         metavar="SIZE",
-        help="size of a regular-file target (created if missing), e.g. 64M",
+        help="size of a regular-file target (created if missing), e.g. 64M; "
+        "with several targets, of each regular file",
     )
 
 
@@ -127,7 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
         description="Run a profile on a target.  Every completed round is stored in the run "
-        "directory before the next starts; --resume continues an interrupted run.",
+        "directory before the next starts; --resume continues an interrupted run.  With "
+        "several --target, one independent run per target, in parallel, below --out; the "
+        "exit code is the worst of theirs (130 > 5 > 4 > 3 > 2 > 1 > 0).",
     )
     _add_profile_args(p)
     _add_target_args(p)
@@ -135,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=path_arg,
         metavar="DIR",
-        help="run directory to create (default: runs/PROFILE-DATE-TIME)",
+        help="run directory to create (default: runs/PROFILE-TARGET-DATE-TIME); with "
+        "several targets, the fleet directory holding one run directory per drive "
+        "(default: runs/fleet-PROFILE-DATE-TIME)",
     )
     p.add_argument(
         "--yes",
@@ -145,8 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--confirm",
         metavar="ID",
+        action=Many,
         help="confirm destroying a block device: its serial, or its kernel name "
-        "(e.g. loop3) when it reports none; see 'tkbench devices'",
+        "(e.g. loop3) when it reports none; see 'tkbench devices'; with several "
+        "targets once per block device, each going to the device it names",
     )
     p.add_argument(
         "--force",
@@ -158,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         type=path_arg,
         metavar="RUN_DIR",
-        help="continue an interrupted run with the profile it was started with",
+        help="continue an interrupted run with the profile it was started with; a fleet "
+        "directory: every unfinished run of it",
     )
     p.add_argument(
         "--resume-gap",
@@ -231,7 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
-        "show", help="summarise a run directory, with its SNIA PTS conformance or departures"
+        "show",
+        help="summarise a run directory with its SNIA PTS conformance or departures, "
+        "or a fleet directory (one entry per drive)",
     )
     p.add_argument("run_dir", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
