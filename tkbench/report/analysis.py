@@ -114,6 +114,7 @@ def test_report(
         notes=tuple(notes),
         queue_note=queue_note,
         queue_warn=queue_warn,
+        responses=section.responses(plan, t.rounds, capacity),
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.responses import ResponseTimes
+
 # test status values
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
@@ -196,6 +198,7 @@ class TestReport:
     notes: tuple[str, ...] = ()
     queue_note: str = ""  # Little's law over the window (analysis.queue_check)
     queue_warn: bool = False
+    responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -1,0 +1,75 @@
+"""Figures of the parts a test chapter gained after the core ones: write
+saturation's response times against drive fills, the drive's temperature per round.
+
+Like :mod:`.figures`, they only read the report model.  :func:`all_figures` is what
+the renderer calls: the core figures of a test (:func:`.figures.test_figures`)
+plus these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matplotlib.axes import Axes
+
+from ..analysis.responses import ResponseTimes
+from . import figures
+from .figures import PALETTE, Namer, TestFigures, _log, _new, _plain, dots, styled, to_svg
+from .model import TestReport
+
+MANY = 200  # more rounds than this are drawn as dots without lines
+
+
+@dataclass
+class PartFigures(TestFigures):
+    """Every figure of a test chapter, the core ones and these."""
+
+    wsat_responses: str | None = None
+
+
+def _series(
+    ax: Axes, x: Sequence[float], y: Sequence[float | None], color: str, label: str
+) -> None:
+    pairs = [(a, b) for a, b in zip(x, y, strict=True) if b is not None and b > 0]
+    if not pairs:
+        return
+    xs, ys = [a for a, _ in pairs], [b for _, b in pairs]
+    if len(pairs) > MANY:
+        dots(ax, xs, ys, color, 2.2)
+        ax.plot([], [], color=color, marker="o", linestyle="none", label=label)
+    else:
+        ax.plot(xs, ys, "o-", color=color, linewidth=0.8, markersize=2.6, label=label)
+
+
+@styled
+def wsat_responses(resp: ResponseTimes, capacity_marks: bool, prefix: str) -> str | None:
+    """ART, five nines and MRT of every round against drive fills (log ms)."""
+    rounds = resp.rounds
+    if not rounds:
+        return None
+    fig = _new(3.2)
+    ax = fig.add_subplot()
+    x = [r.drive_fills for r in rounds]
+    _series(ax, x, [r.mrt_ms for r in rounds], PALETTE[6], "MRT (maximum)")
+    _series(ax, x, [r.five_nines_ms for r in rounds], PALETTE[1], "5 9s (99.999 %)")
+    _series(ax, x, [r.art_ms for r in rounds], PALETTE[0], "ART (mean)")
+    _log(ax)
+    _plain(ax, "x")
+    ax.set_xlim(left=0)
+    if capacity_marks:
+        for k in range(1, int(max(x)) + 1):
+            ax.axvline(k, color="#999999", linewidth=0.6, linestyle=":")
+    ax.set_xlabel("Drive fills (total data written ÷ user capacity)")
+    ax.set_ylabel("Response time (ms)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3)
+    return to_svg(fig, prefix)
+
+
+def all_figures(test: TestReport, name: Namer) -> PartFigures:
+    """The figures of one test chapter, by role."""
+    core = figures.test_figures(test, name)
+    out = PartFigures(**vars(core))
+    if test.responses is not None:
+        out.wsat_responses = wsat_responses(test.responses, True, name())
+    return out
