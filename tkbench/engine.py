@@ -63,6 +63,7 @@ from .results import (
 from .runner import STATUS_INTERVAL, FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
+from .thermalwatch import ThermalWatch
 
 # An idle gap inside a run shorter than this is never taken for one the drive
 # could recover in (fio's own start-up between rounds takes about 0.4 s).
@@ -435,6 +436,8 @@ class Engine:
         total_written = int(sum(r.written_bytes for r in rounds))
         started = rounds[0].started if rounds else time.time()
         verdicts: dict[str, steady.Verdict] = {}
+        thermal = ThermalWatch(self.target.thermal_reader(), clock=time.time, log=self.store.log)
+        thermal.start()
         while True:
             n = len(rounds) + 1
             reason = self._stop_reason(test, rounds, segment, total_written, started)
@@ -478,6 +481,7 @@ class Engine:
                 total_written_bytes=total_written,
             )
             self.store.save_round(test.name, record, run.stdout, text)
+            record = self._temperature(test, thermal, record)
             rounds.append(record)
             verdicts = self._verdicts(test, rounds, segment)
             self.progress.event(
@@ -513,6 +517,14 @@ class Engine:
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result.summary}")
         self.progress.event("test_done", test=test, result=result)
+
+    def _temperature(self, test: PlannedTest, thermal: ThermalWatch, record: Round) -> Round:
+        """The drive's temperature, read once the round is stored (time-boxed, never
+        failing the run), added to the round's record."""
+        noted = thermal.after_round(record)
+        if noted is not record:
+            self.store.update_round(test.name, noted)
+        return noted
 
     def _after_idle(self, test: PlannedTest, rounds: list[Round], segment: int) -> int:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,

@@ -307,6 +307,14 @@ class RunStore:
         write_atomic(d / f"{stem}.out", raw)
         write_record(d / f"{stem}.json", record)
 
+    def update_round(self, test: str, record: Round) -> None:
+        """Rewrite a stored round's record (its ``.fio`` and ``.out`` stay): for what is
+        learnt only once it is stored, such as the drive's temperature after it."""
+        path = self.test_dir(test) / "rounds" / f"{record.round:04d}.json"
+        if not path.exists():
+            raise RunDirError(f"{path}: no such round to update")
+        write_record(path, record)
+
     def save_failure(self, test: str, name: str, raw: str, jobfile: str, info: Failure) -> None:
         """Keep what a failed fio run printed (not a round: never read as data)."""
         d = self.test_dir(test) / "failed"

@@ -79,7 +79,7 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
         # conformance to the SNIA PTS variant the stored profile declares
         "pts": judge_run(run, wc).to_dict(),
-        "tests": [{**test_summary(t), **test_parts(t, m.target.capacity_bytes)} for t in run.tests],
+        "tests": [{**test_summary(t), **test_parts(t, m.target)} for t in run.tests],
     }
 
 
@@ -128,6 +128,10 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(
             f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
         )
+        heat = t.get("temperature") or {}
+        for e in heat.get("events", []) if heat.get("throttled_in_window") else []:
+            if e["in_window"]:
+                lines.append(f"  HEAT in the window, round {e['round']}: {e['what']}")
         for label, values in t["tracking"].items():
             v = t["verdicts"].get(label)
             tail = ", ".join(_num(x) for x in values[-8:])

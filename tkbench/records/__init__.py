@@ -8,7 +8,7 @@ its format history.
 """
 
 from .base import Context, Record
-from .round import Direction, FioCall, PlannedPoint, PointResult, Round
+from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Thermal
 from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
 from .test import (
     Failure,
@@ -46,6 +46,7 @@ __all__ = [
     "Round",
     "TargetRecord",
     "TestPlan",
+    "Thermal",
     "VerdictRecord",
     "Workload",
 ]

@@ -24,6 +24,8 @@ def not_applicable(manifest: Manifest) -> str | None:
     """Why the target has no maker, link or form factor of its own (None: it has)."""
     ident = manifest.target.identity
     kind = manifest.target.kind
+    if manifest.synthetic or kind == "synthetic":
+        return "not applicable (synthetic data)"
     if kind == "file" or ident.get("interface") == "file":
         return "not applicable (a regular file)"
     if kind == "nbd" or ident.get("interface") == "nbd":

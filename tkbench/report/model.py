@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analysis.responses import ResponseTimes
+from ..analysis.thermal import TestTemperature
 
 # test status values
 COMPLETE = "complete"
@@ -199,6 +200,7 @@ class TestReport:
     queue_note: str = ""  # Little's law over the window (analysis.queue_check)
     queue_warn: bool = False
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
+    temperature: TestTemperature | None = None  # the drive's, per round, and heat events
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from ..analysis.responses import ResponseTimes
 from . import figures
@@ -26,6 +27,7 @@ class PartFigures(TestFigures):
     """Every figure of a test chapter, the core ones and these."""
 
     wsat_responses: str | None = None
+    temperature: str | None = None
 
 
 def _series(
@@ -66,10 +68,51 @@ def wsat_responses(resp: ResponseTimes, capacity_marks: bool, prefix: str) -> st
     return to_svg(fig, prefix)
 
 
+@styled
+def temperature(test: TestReport, prefix: str) -> str | None:
+    """The drive's temperature after every round, its warning temperature, the window
+    shaded and the rounds with thermal events marked."""
+    temp = test.temperature
+    if temp is None or not temp.available:
+        return None
+    fig = _new(2.5)
+    ax = fig.add_subplot()
+    x = [float(n) for n in temp.rounds]
+    if temp.window:
+        ax.axvspan(
+            temp.window[0] - 0.4,
+            temp.window[-1] + 0.4,
+            color="#e8e8e8",
+            zorder=0,
+            label="measurement window",
+        )
+    _series(ax, x, temp.celsius, PALETTE[0], "temperature after the round")
+    if temp.warning_c is not None:
+        ax.axhline(temp.warning_c, color=PALETTE[4], linestyle="--", linewidth=0.9,
+                   label=f"warning temperature ({temp.warning_c:g} °C)")  # fmt: skip
+    if temp.critical_c is not None and temp.critical_c != temp.warning_c:
+        ax.axhline(temp.critical_c, color=PALETTE[1], linestyle="--", linewidth=0.9,
+                   label=f"critical temperature ({temp.critical_c:g} °C)")  # fmt: skip
+    hot = {e.round for e in temp.events}
+    marked = [(n, c) for n, c in zip(temp.rounds, temp.celsius, strict=True)
+              if n in hot and c is not None]  # fmt: skip
+    if marked:
+        ax.plot([n for n, _ in marked], [c for _, c in marked], "o", color=PALETTE[1],
+                markersize=4.5, label="throttled or at/above the warning temperature")  # fmt: skip
+    ax.set_xlabel("Round")
+    ax.set_ylabel("Temperature (°C)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _plain(ax)
+    ax.margins(y=0.25)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=2)
+    return to_svg(fig, prefix)
+
+
 def all_figures(test: TestReport, name: Namer) -> PartFigures:
     """The figures of one test chapter, by role."""
     core = figures.test_figures(test, name)
     out = PartFigures(**vars(core))
     if test.responses is not None:
         out.wsat_responses = wsat_responses(test.responses, True, name())
+    out.temperature = temperature(test, name())
     return out
