@@ -8,6 +8,7 @@ its format history.
 """
 
 from .base import Context, Record
+from .histogram import ResponseHistogram
 from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Thermal
 from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
 from .test import (
@@ -41,6 +42,7 @@ __all__ = [
     "ProfileRef",
     "Purge",
     "Record",
+    "ResponseHistogram",
     "Result",
     "Resume",
     "Round",

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test
+from ..analysis.confidence import histogram_phase
 from ..analysis.thermal import temperature_of
 from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
@@ -118,6 +119,7 @@ def test_report(
         queue_warn=queue_warn,
         responses=section.responses(plan, t.rounds, capacity),
         temperature=temperature_of(t, target) if target is not None else None,
+        response_histogram=histogram_phase(t),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.confidence import HistogramPhase
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
 
@@ -201,6 +202,7 @@ class TestReport:
     queue_warn: bool = False
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
+    response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

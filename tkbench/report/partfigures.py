@@ -8,16 +8,32 @@ plus these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from ..analysis.confidence import HistogramPhase
 from ..analysis.responses import ResponseTimes
+from ..analysis.window import TAIL_SAMPLES
 from . import figures
-from .figures import PALETTE, Namer, TestFigures, _log, _new, _plain, dots, styled, to_svg
+from .figures import (
+    PALETTE,
+    WRITE,
+    Namer,
+    TestFigures,
+    _log,
+    _new,
+    _plain,
+    dots,
+    styled,
+    tick_label,
+    to_svg,
+)
 from .model import TestReport
+from .tables import log_histogram
 
 MANY = 200  # more rounds than this are drawn as dots without lines
 
@@ -28,6 +44,7 @@ class PartFigures(TestFigures):
 
     wsat_responses: str | None = None
     temperature: str | None = None
+    confidence: str | None = None
 
 
 def _series(
@@ -108,6 +125,62 @@ def temperature(test: TestReport, prefix: str) -> str | None:
     return to_svg(fig, prefix)
 
 
+def nines(percent: float) -> float:
+    """The confidence-level axis: 90 % -> 1, 99 % -> 2, 99.9 % -> 3 (-log10 of the share
+    of I/Os slower than it)."""
+    return -math.log10(1.0 - percent / 100.0)
+
+
+def _level_label(y: float, _pos: int | None = None) -> str:
+    pct = 100.0 * (1.0 - 10.0 ** (-y))
+    return f"{pct:.{max(0, round(y) - 2)}f} %"
+
+
+@styled
+def confidence(phase: HistogramPhase, prefix: str) -> str | None:
+    """The histogram (left) and the confidence-level plot (right) of the phase."""
+    bins = dict(phase.bins_ns)
+    total = sum(bins.values())
+    if not total:
+        return None
+    fig = _new(3.0)
+    left, right = fig.subplots(1, 2)
+    edges, counts = log_histogram(bins)
+    left.stairs(counts, edges, color=WRITE, linewidth=0.9)
+    left.axvline(phase.mean_ms, color=WRITE, linewidth=0.7, linestyle="--")
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.xaxis.set_major_locator(LogLocator(base=10.0, numticks=6))
+    left.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_label(v)))
+    left.xaxis.set_minor_formatter(NullFormatter())
+    left.set_xlabel("Response time (ms)")
+    left.set_ylabel("I/Os")
+    left.set_title(f"Histogram ({total:,} I/Os; dashed: mean)")
+    # the share of I/Os completed within each bucket's time, while ten lie beyond it
+    xs, ys, done = [], [], 0
+    for value, count in sorted(bins.items()):
+        done += count
+        if total - done < TAIL_SAMPLES:
+            break
+        xs.append(value / 1e6)
+        ys.append(nines(100.0 * done / total))
+    if xs:
+        right.plot(xs, ys, color=PALETTE[0], linewidth=1.0, drawstyle="steps-post")
+    shown = [lv for lv in phase.levels if lv.ms is not None]
+    right.plot([lv.ms for lv in shown], [nines(lv.percent) for lv in shown], "o",
+               color=PALETTE[1], markersize=3.2, label="levels in the table")  # fmt: skip
+    _log(right, "x")
+    top = max((nines(lv.percent) for lv in shown), default=2.0)
+    right.yaxis.set_major_locator(FixedLocator([k for k in range(0, 8) if k <= top + 0.5]))
+    right.yaxis.set_major_formatter(FuncFormatter(_level_label))
+    right.set_ylim(0, top + 0.4)
+    right.set_xlabel("Response time (ms)")
+    right.set_ylabel("Confidence level")
+    right.set_title("Confidence levels")
+    right.legend(loc="lower right")
+    return to_svg(fig, prefix)
+
+
 def all_figures(test: TestReport, name: Namer) -> PartFigures:
     """The figures of one test chapter, by role."""
     core = figures.test_figures(test, name)
@@ -115,4 +188,6 @@ def all_figures(test: TestReport, name: Namer) -> PartFigures:
     if test.responses is not None:
         out.wsat_responses = wsat_responses(test.responses, True, name())
     out.temperature = temperature(test, name())
+    if test.response_histogram is not None:
+        out.confidence = confidence(test.response_histogram, name())
     return out

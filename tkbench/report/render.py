@@ -151,6 +151,8 @@ def toc_entries(test: TestReport, figs: figures.TestFigures) -> list[tuple[str, 
         out.append((f"{test.anchor}-histograms", "Response-time histograms"))
     if test.saturation is not None:
         out.append((f"{test.anchor}-saturation", "Write saturation"))
+    if test.response_histogram is not None:
+        out.append((f"{test.anchor}-confidence", "Response-time histogram and confidence levels"))
     return out
 
 
