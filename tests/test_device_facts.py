@@ -19,6 +19,8 @@ from fakes.helpers import FakeTools, LoopDevices
 from tkbench.device import identify
 from tkbench.device.facts import brand_of_model, host_link, link_text, manufacturer
 from tkbench.device.sysfs import Sysfs
+from tkbench.records import Manifest, TargetRecord
+from tkbench.report import devicefacts
 
 
 @pytest.fixture
@@ -205,3 +207,30 @@ def test_real_loop_device_has_none(loops: LoopDevices) -> None:
     assert ident.manufacturer == "unknown" and ident.manufacturer_source is None
     assert ident.host_link is None and ident.form_factor is None
     assert link_text(ident.host_link) == "not applicable"
+
+
+# --------------------------------------------------------------------------- the report's rows
+
+
+EMU = {"interface": "nbd", "emulated": True}
+SATA = {"interface": "sata", "manufacturer": "Samsung", "manufacturer_source": "the model name"}
+NOT_RECORDED = "not recorded (the run was made before tkbench recorded it)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "identity", "value"),
+    [
+        ("file", {"interface": "file"}, "not applicable (a regular file)"),
+        ("volume", {"interface": "volume"}, "not applicable (a filesystem volume)"),
+        ("nbd", {"interface": "nbd"}, "not applicable (an NBD export)"),
+        ("nbd", EMU, "not applicable (the bundled SSD emulator)"),
+        ("block", {"interface": "loop"}, "not applicable (a loop device)"),
+        ("block", {"interface": "nvme"}, NOT_RECORDED),
+        ("block", SATA, "Samsung (from the model name)"),
+    ],
+)
+def test_report_rows_for_every_kind_of_target(kind: str, identity: dict, value: str) -> None:
+    m = Manifest(target=TargetRecord(kind=kind, identity=identity))
+    assert devicefacts.manufacturer_row(m).value == value
+    link = devicefacts.link_rows(m)[0].value
+    assert link == (value if "manufacturer" not in identity else NOT_RECORDED)

@@ -282,6 +282,8 @@ def test_why_there_is_no_temperature() -> None:
     assert "regular file" in unavailable_reason(TargetRecord(kind="file", identity={}))
     emu = TargetRecord(kind="nbd", identity={"interface": "nbd", "emulated": True})
     assert unavailable_reason(emu) == "the bundled SSD emulator models no drive temperature"
+    vol = TargetRecord(kind="volume", identity={"interface": "volume"})
+    assert unavailable_reason(vol).startswith("a volume benchmark measures a filesystem")
     loop = TargetRecord(kind="block", identity={"interface": "loop"})
     assert unavailable_reason(loop) == "a loop device has no temperature sensor"
     assert unavailable_reason(TargetRecord(kind="block", identity={"interface": "nvme"})) == ""

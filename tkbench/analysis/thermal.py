@@ -100,6 +100,8 @@ def unavailable_reason(target: TargetRecord) -> str:
         return "synthetic data: no drive was read"
     if target.kind == "file" or interface == "file":
         return "the target is a regular file, which has no drive temperature"
+    if target.kind == "volume" or interface == "volume":
+        return "a volume benchmark measures a filesystem: its drive's temperature is not read"
     if target.kind == "nbd" or interface == "nbd":
         if ident.get("emulated"):
             return "the bundled SSD emulator models no drive temperature"

@@ -3,9 +3,9 @@ link (PCIe speed and width, or the host bus adapter's driver), form factor, and 
 run's test ID (pure).
 
 They come from the target identity tkbench recorded when it identified the drive
-(:mod:`tkbench.device.facts`).  A regular file, an NBD export or a loop device has
-none of them ("not applicable"); a run made before tkbench recorded them says so
-rather than leave a blank.
+(:mod:`tkbench.device.facts`).  A regular file, a filesystem volume, an NBD export
+or a loop device has none of them ("not applicable"); a run made before tkbench
+recorded them says so rather than leave a blank.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ def not_applicable(manifest: Manifest) -> str | None:
         return "not applicable (synthetic data)"
     if kind == "file" or ident.get("interface") == "file":
         return "not applicable (a regular file)"
+    if kind == "volume" or ident.get("interface") == "volume":
+        return "not applicable (a filesystem volume)"
     if kind == "nbd" or ident.get("interface") == "nbd":
         if ident.get("emulated"):
             return "not applicable (the bundled SSD emulator)"
