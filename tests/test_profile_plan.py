@@ -432,7 +432,7 @@ def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixtu
     for got, t in zip(data["tests"], want.tests, strict=True):
         assert got["phases"] == (
             ["purge", "precondition", "rounds"] if t.precondition else ["purge", "rounds"]
-        )
+        ) + (["response_histogram"] if t.name in ("latency", "wsat") else [])
         assert [
             (p["rw"], p["bs"], p["read_pct"], p["numjobs"], p["iodepth"], p["runtime"])
             for p in got["points"]

@@ -49,7 +49,7 @@ def test_kept_files_are_version_1_and_read_as_the_current_format(name: str) -> N
     assert rounds
     for f in rounds:
         assert "schema" not in json.loads(f.read_text())
-        assert Round.load(json.loads(f.read_text()), f).to_json()["schema"] == Round.VERSION == 2
+        assert Round.load(json.loads(f.read_text()), f).to_json()["schema"] == Round.VERSION == 3
 
 
 def _plan(**fields: Any) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def test_what_the_store_writes_carries_its_version(tmp_path: Path) -> None:
     rnd = Round.load({"round": 1, "points": [{"bs": 4096, "read_pct": 0}], "tracking": {}}, HERE)
     store.save_round("iops", rnd, raw="", jobfile="")
     written = json.loads((tmp_path / "run/tests/iops/rounds/0001.json").read_text())
-    assert written["schema"] == 2 and written["round"] == 1
+    assert written["schema"] == Round.VERSION and written["round"] == 1
     manifest = json.loads((tmp_path / "run/manifest.json").read_text())
     assert (manifest["kind"], manifest["schema"]) == ("tkbench-run", 1)
     assert dump(store.update_manifest(status="complete"))["status"] == "complete"
@@ -150,3 +150,30 @@ def test_a_round_without_histograms_writes_no_bins_field() -> None:
     r = Round.load({"round": 1, "points": [point], "tracking": {}}, HERE)
     written = r.to_json()["points"][0]
     assert "bins_ns" not in written["read"] and written["write"]["bins_ns"] == {"1000": 1}
+
+
+def test_a_version_2_round_has_no_temperature() -> None:
+    # tkbench read no temperature before round format 3: null, and no thermal record
+    r = Round.load({"schema": 2, "round": 4, "points": [], "tracking": {}}, HERE)
+    assert r.temperature_c is None and r.thermal is None
+    written = r.to_json()
+    assert written["schema"] == 3 and written["temperature_c"] is None
+    assert "thermal" not in written  # left out while there is none
+
+
+def test_a_round_keeps_the_drives_thermal_report() -> None:
+    data = {
+        "schema": 3,
+        "round": 2,
+        "points": [],
+        "tracking": {},
+        "temperature_c": 71.0,
+        "thermal": {"source": "nvme smart-log", "read_at": 5.0, "since": 4.0,
+                    "critical_warning": 2, "warning_minutes": 1, "throttle_seconds": 30},
+    }  # fmt: skip
+    r = Round.load(data, HERE)
+    assert r.thermal is not None and r.thermal.throttle_seconds == 30.0
+    assert r.thermal.critical_minutes is None  # not reported
+    assert Round.load(r.to_json(), HERE) == r
+    with pytest.raises(RunDirError, match="field temperature_c is a string, expected number"):
+        Round.load({**data, "temperature_c": "hot"}, HERE)

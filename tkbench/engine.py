@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, jobfile
+from . import __version__, histphase, jobfile
 from .analysis import steady
 from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
@@ -63,6 +63,7 @@ from .results import (
 from .runner import STATUS_INTERVAL, FioFailed, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
+from .thermalwatch import ThermalWatch
 
 # An idle gap inside a run shorter than this is never taken for one the drive
 # could recover in (fio's own start-up between rounds takes about 0.4 s).
@@ -314,7 +315,7 @@ class Engine:
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        for name in ("rounds", "purge.json", "precondition.json"):
+        for name in ("rounds", "purge.json", "precondition.json", "histogram.json"):
             p = d / name
             if p.exists():
                 p.rename(d / f"discarded-{stamp}-{name}")
@@ -435,6 +436,8 @@ class Engine:
         total_written = int(sum(r.written_bytes for r in rounds))
         started = rounds[0].started if rounds else time.time()
         verdicts: dict[str, steady.Verdict] = {}
+        thermal = ThermalWatch(self.target.thermal_reader(), clock=time.time, log=self.store.log)
+        thermal.start()
         while True:
             n = len(rounds) + 1
             reason = self._stop_reason(test, rounds, segment, total_written, started)
@@ -478,6 +481,7 @@ class Engine:
                 total_written_bytes=total_written,
             )
             self.store.save_round(test.name, record, run.stdout, text)
+            record = self._temperature(test, thermal, record)
             rounds.append(record)
             verdicts = self._verdicts(test, rounds, segment)
             self.progress.event(
@@ -498,6 +502,7 @@ class Engine:
         total_written: int,
         stop_reason: str,
     ) -> None:
+        self._histogram_phase(test, rounds, stop_reason)
         seg = segment_rounds(rounds, segment) or rounds
         result = test_result(
             self._record(test),
@@ -513,6 +518,31 @@ class Engine:
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result.summary}")
         self.progress.event("test_done", test=test, result=result)
+
+    def _histogram_phase(self, test: PlannedTest, rounds: list[Round], stop_reason: str) -> None:
+        """After the rounds, the response-time histogram phase (tkbench/histphase.py),
+        unless the test has none or it is stored already."""
+        point = test.histogram_point
+        done = self.store.test_dir(test.name) / f"{histphase.PHASE}.json"
+        if point is None or done.exists():
+            return
+        self._check_stop()
+        self.progress.event("phase", test=test, phase="response-time histogram")
+        options = self.target.fio_options(test.spec.workload.ioengine)
+        text = histphase.jobfile_text(test, options, str(self._handoff_dir()))
+        labels = {point.job_name: "response-time histogram"}
+        run = self._fio(test, histphase.PHASE, text, True, point.runtime, labels=labels)
+        info = histphase.record(test, run, rounds, stop_reason)
+        self.store.save_phase(test.name, histphase.PHASE, info, raw=run.stdout, jobfile=text)
+        self.store.log(f"test {test.name}: response-time histogram in {run.seconds:.1f} s")
+
+    def _temperature(self, test: PlannedTest, thermal: ThermalWatch, record: Round) -> Round:
+        """The drive's temperature, read once the round is stored (time-boxed, never
+        failing the run), added to the round's record."""
+        noted = thermal.after_round(record)
+        if noted is not record:
+            self.store.update_round(test.name, noted)
+        return noted
 
     def _after_idle(self, test: PlannedTest, rounds: list[Round], segment: int) -> int:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,

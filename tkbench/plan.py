@@ -89,6 +89,14 @@ class PlannedTest:
     tracking: tuple[Tracking, ...]
     active_bytes: int
     notes: tuple[str, ...] = ()
+    # after the rounds: 4k random writes at the test's load with the full latency
+    # histogram (the profile's response_histogram; None: no such phase)
+    histogram_point: Point | None = None
+
+    @property
+    def extra_seconds(self) -> float:
+        """Seconds of phases after the rounds."""
+        return self.histogram_point.runtime if self.histogram_point is not None else 0.0
 
     @property
     def round_seconds(self) -> float:
@@ -186,8 +194,8 @@ class Plan:
         lo = hi = 0.0
         for t in self.tests:
             pre = t.precondition.total_bytes / precondition_rate if t.precondition else 0.0
-            lo += pre + t.min_rounds * t.round_seconds
-            hi += pre + t.max_rounds * t.round_seconds
+            lo += pre + t.min_rounds * t.round_seconds + t.extra_seconds
+            hi += pre + t.max_rounds * t.round_seconds + t.extra_seconds
         return lo, hi
 
 
@@ -298,6 +306,7 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     tracking=tracking,
                     active_bytes=active,
                     notes=tuple(group_notes),
+                    histogram_point=histogram_point(spec, sector),
                 )
             )
     if not tests:
@@ -362,6 +371,25 @@ def volume_profile(
     return dataclasses.replace(profile, tests=tuple(specs)), all_notes
 
 
+HISTOGRAM_BS = 4096  # PTS: the response-time histogram is of 4 KiB random writes
+
+
+def histogram_point(spec: TestSpec, sector: int) -> Point | None:
+    """The response-time histogram phase of a test: 4 KiB random writes (100 %) at
+    the test's load for ``response_histogram`` seconds; None when it has none."""
+    if spec.response_histogram <= 0 or HISTOGRAM_BS % sector:
+        return None
+    return Point(
+        index=0,
+        bs=HISTOGRAM_BS,
+        mix=Mix.parse("0/100"),
+        pattern="random",
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        runtime=spec.response_histogram,
+    )
+
+
 def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
     """A human-readable description of the plan, as ``tkbench plan`` prints it."""
     p = plan.profile
@@ -412,6 +440,13 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
                 f"R/W {pt.mix.label:<7} {format_duration(pt.runtime)}"
             )
         lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
+        if t.histogram_point is not None:
+            hp = t.histogram_point
+            lines.append(
+                f"  histogram {format_duration(hp.runtime)} of {format_size(hp.bs)} random writes "
+                f"at {hp.numjobs} job(s) x queue depth {hp.iodepth} after the rounds, "
+                "with fio's full latency histogram"
+            )
         for note in t.notes:
             lines.append(f"  note      {note}")
     for note in plan.notes:
@@ -457,6 +492,7 @@ def to_json(plan: Plan, precondition_rate: float = 1e9) -> dict[str, Any]:
                 ("purge", t.purge),
                 ("precondition", t.precondition is not None),
                 ("rounds", True),
+                ("response_histogram", t.histogram_point is not None),
             )
             if present
         ]
@@ -468,6 +504,9 @@ def to_json(plan: Plan, precondition_rate: float = 1e9) -> dict[str, Any]:
                 "round_seconds": t.round_seconds,
                 "min_rounds": t.min_rounds,
                 "max_rounds": t.max_rounds,
+                "response_histogram": None
+                if t.histogram_point is None
+                else dump(t.histogram_point.record()),
             }
         )
     lo, hi = plan.estimate(precondition_rate)

@@ -219,6 +219,9 @@ class TestSpec:
     fsync: int = 0  # fio fsync: a synchronous write after every N writes (0: none)
     end_fsync: bool = False  # fio end_fsync: the written data made durable before the end
 
+    # seconds of the response-time histogram phase after the rounds (0: none)
+    response_histogram: float = 0.0
+
 
 @dataclass(frozen=True)
 class VolumeSpec:
@@ -430,6 +433,7 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "file_size": (_size(), 0),
     "fsync": (_int(0, 1 << 20), 0),
     "end_fsync": (_bool, False),
+    "response_histogram": (_duration(0.0, lo_open=False, hi=DAY), 0.0),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -763,6 +767,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 file_size=t["file_size"],
                 fsync=t["fsync"],
                 end_fsync=t["end_fsync"],
+                response_histogram=t["response_histogram"],
             )
         )
     if not tests:

@@ -8,6 +8,7 @@ Layout (docs/run-directory.md describes every file)::
     RUN/tests/<test>/purge.json       purge record
     RUN/tests/<test>/health-before.json, health-after.json  SMART/health snapshots (block devices)
     RUN/tests/<test>/precondition.json (+ .fio job file, .out raw fio output)
+    RUN/tests/<test>/histogram.json    (+ .fio, .out) the response-time histogram phase
     RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out)
     RUN/tests/<test>/result.json      the test's verdict, once it has finished
 
@@ -39,6 +40,7 @@ from .records import (
     Precondition,
     Purge,
     Record,
+    ResponseHistogram,
     Result,
     Round,
     TestPlan,
@@ -177,6 +179,8 @@ class TestData:
     # what the device reported about its health (keys depend on the device)
     health_before: Mapping[str, Any] | None = None
     health_after: Mapping[str, Any] | None = None
+    # histogram.json: the response-time histogram phase after the rounds, if it ran
+    response_histogram: ResponseHistogram | None = None
 
     @property
     def finished(self) -> bool:
@@ -307,6 +311,14 @@ class RunStore:
         write_atomic(d / f"{stem}.out", raw)
         write_record(d / f"{stem}.json", record)
 
+    def update_round(self, test: str, record: Round) -> None:
+        """Rewrite a stored round's record (its ``.fio`` and ``.out`` stay): for what is
+        learnt only once it is stored, such as the drive's temperature after it."""
+        path = self.test_dir(test) / "rounds" / f"{record.round:04d}.json"
+        if not path.exists():
+            raise RunDirError(f"{path}: no such round to update")
+        write_record(path, record)
+
     def save_failure(self, test: str, name: str, raw: str, jobfile: str, info: Failure) -> None:
         """Keep what a failed fio run printed (not a round: never read as data)."""
         d = self.test_dir(test) / "failed"
@@ -388,6 +400,7 @@ def load_run(root: Path) -> RunData:
                 result=_read_optional(d / "result.json", Result),
                 health_before=_read_health(d / "health-before.json"),
                 health_after=_read_health(d / "health-after.json"),
+                response_histogram=_read_optional(d / "histogram.json", ResponseHistogram),
             )
         )
     return RunData(

@@ -13,6 +13,7 @@ from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
+from .partsummary import test_parts
 from .records.base import dump
 from .store import RunData, TestData
 from .units import format_duration, human_bytes
@@ -78,7 +79,7 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
         # conformance to the SNIA PTS variant the stored profile declares
         "pts": judge_run(run, wc).to_dict(),
-        "tests": [test_summary(t) for t in run.tests],
+        "tests": [{**test_summary(t), **test_parts(t, m.target)} for t in run.tests],
     }
 
 
@@ -127,6 +128,10 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(
             f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
         )
+        heat = t.get("temperature") or {}
+        for e in heat.get("events", []) if heat.get("throttled_in_window") else []:
+            if e["in_window"]:
+                lines.append(f"  HEAT in the window, round {e['round']}: {e['what']}")
         for label, values in t["tracking"].items():
             v = t["verdicts"].get(label)
             tail = ", ".join(_num(x) for x in values[-8:])

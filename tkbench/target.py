@@ -29,6 +29,7 @@ from .plan import TargetInfo
 from .units import human_bytes
 
 if TYPE_CHECKING:
+    from .device.thermal import ThermalReading
     from .device.writecache import RecordSink, WriteCacheSession
 
 # how the bundled emulator names itself in the NBD handshake (tkbench/emulator/plugin.py)
@@ -156,6 +157,11 @@ class Target:
 
     def health(self) -> dict[str, Any] | None:
         """A SMART/health snapshot (None where the target has none)."""
+        return None
+
+    def thermal_reader(self) -> Callable[[], tuple[ThermalReading | None, str]] | None:
+        """A query of the drive's temperature and thermal counters for between rounds
+        (:func:`tkbench.device.thermal.read`); None where the target has no drive."""
         return None
 
     def io_counters(self) -> tuple[int, int, int] | None:
@@ -293,6 +299,16 @@ class BlockTarget(Target):
         interface = getattr(self.device, "interface", None)
         snap: dict[str, Any] = health(self.path, interface=interface).to_dict()
         return snap
+
+    def thermal_reader(self) -> Callable[[], tuple[ThermalReading | None, str]] | None:
+        """nvme-cli or smartctl for a drive; none for a loop device or a virtio disk,
+        which have no temperature sensor of their own."""
+        interface = str(getattr(self.device, "interface", "other"))
+        if interface in ("loop", "virtio"):
+            return None
+        from .device import thermal
+
+        return lambda: thermal.read(self.path, interface)
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         from .device import purge as device_purge

@@ -16,6 +16,7 @@ import copy
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -336,7 +337,11 @@ def emit_json(data: dict[str, Any]) -> None:
 
 
 def maybe_fail(cfg: dict[str, Any], key: str) -> None:
-    """Exit as configured in ``cfg["fail"][key]``: {"rc", "stderr", "stdout"}."""
+    """Exit as configured in ``cfg["fail"][key]``: {"rc", "stderr", "stdout"}; first
+    sleep ``cfg["delay"][key]`` seconds if configured (a drive that answers slowly)."""
+    delay = (cfg.get("delay") or {}).get(key)
+    if delay:
+        time.sleep(float(delay))
     spec = (cfg.get("fail") or {}).get(key)
     if not spec:
         return

@@ -99,8 +99,10 @@ class _Tracker:
         test = info.get("test")
         if kind == "round_started":
             self.fake.test, self.fake.round = test.name, int(info["round"])
+            self.fake.phase = ""
         elif kind in ("phase", "test_started", "test_resumed") and test is not None:
             self.fake.test, self.fake.round = test.name, 0
+            self.fake.phase = str(info.get("phase", ""))
         self.fake.events.append((kind, getattr(test, "name", None), info.get("round")))
         if self.inner is not None:
             self.inner.event(kind, **info)
@@ -112,7 +114,7 @@ class Run:
 
     test: str
     round: int
-    kind: str  # "round" | "precondition"
+    kind: str  # "round" | "precondition" | "histogram" (the phase after the rounds)
     jobfile: str
     json_plus: bool
     calls: list[Call] = field(default_factory=list)
@@ -141,6 +143,7 @@ class FakeFio:
         self.progress = _Tracker(self, inner_progress)
         self.test = ""
         self.round = 0
+        self.phase = ""  # the engine's last "phase" event since a round started
         self.runs: list[Run] = []
         self.events: list[tuple[str, str | None, Any]] = []
         self._pause = 0.0
@@ -167,9 +170,11 @@ class FakeFio:
         sections = parse_jobfile(text)
         glob = sections.pop("global", {})
         kind = "precondition" if "precondition" in sections else "round"
+        if kind == "round" and self.phase == "response-time histogram":
+            kind = "histogram"  # one point after the rounds, its round number 0
         if kind == "round" and not self.round:
             raise AssertionError("FakeFio: pass fake.progress to the Engine (progress=...)")
-        rnd = 0 if kind == "precondition" else self.round
+        rnd = self.round if kind == "round" else 0
         run = Run(self.test, rnd, kind, text, json_plus)
         jobs, preamble, seconds = [], [], 0.0
         for index, (name, opts) in enumerate(sections.items()):
@@ -247,7 +252,10 @@ def _call(test: str, rnd: int, name: str, opts: Mapping[str, str], json_plus: bo
         read_pct = 0
     else:
         read_pct = int(opts.get("rwmixread", "50"))
-    runtime = parse_duration(opts["runtime"]) if "runtime" in opts and rnd else 0.0
+    # preconditioning is sized by io_size (its runtime, if any, is only a limit)
+    runtime = (
+        parse_duration(opts["runtime"]) if "runtime" in opts and "io_size" not in opts else 0.0
+    )
     return Call(
         test=test,
         round=rnd,

@@ -102,12 +102,47 @@ def fake_nvme_multipath_sysfs(root: Path) -> Path:
     return root
 
 
-def fake_nvme_sysfs(root: Path, name: str = "nvme0n1", devno: str = "259:0") -> Path:
-    """A sysfs tree with one NVMe namespace, laid out like the kernel's."""
-    ctrl = root / "devices" / "pci0000:00" / "0000:00:04.0" / "nvme" / "nvme0"
+def _pci_function(
+    root: Path, pci: Path, driver: str, link: tuple[str, int, str, int] | None, vendor: str = ""
+) -> None:
+    """A PCI function's driver link, vendor ID and (PCIe) link attributes."""
+    drivers = root / "bus" / "pci" / "drivers" / driver
+    drivers.mkdir(parents=True, exist_ok=True)
+    pci.mkdir(parents=True, exist_ok=True)
+    (pci / "driver").symlink_to(os.path.relpath(drivers, pci))
+    if vendor:
+        _write(pci / "vendor", vendor)
+    if link is not None:
+        cur, width, top, top_width = link
+        _write(pci / "current_link_speed", cur)
+        _write(pci / "current_link_width", str(width))
+        _write(pci / "max_link_speed", top)
+        _write(pci / "max_link_width", str(top_width))
+
+
+def fake_nvme_sysfs(
+    root: Path,
+    name: str = "nvme0n1",
+    devno: str = "259:0",
+    *,
+    link: tuple[str, int, str, int] | None = ("8.0 GT/s PCIe", 4, "16.0 GT/s PCIe", 4),
+    transport: str = "pcie",
+) -> Path:
+    """A sysfs tree with one NVMe namespace, laid out like the kernel's: the
+    controller nvme0 (class/nvme/nvme0, its transport) on PCI function 0000:00:04.0
+    (driver nvme, vendor 0x144d, the PCIe ``link``: current speed and width, maximum
+    speed and width)."""
+    pci = root / "devices" / "pci0000:00" / "0000:00:04.0"
+    ctrl = pci / "nvme" / "nvme0"
     _write(ctrl / "model", "Samsung SSD 980 PRO 1TB                 ")
     _write(ctrl / "serial", "S5GXNF0R912345F     ")
     _write(ctrl / "firmware_rev", "5B2QGXA7")
+    _write(ctrl / "transport", transport)
+    (ctrl / "device").symlink_to("../..")
+    _pci_function(root, pci, "nvme", link, vendor="0x144d")
+    cls = root / "class" / "nvme" / "nvme0"
+    cls.parent.mkdir(parents=True, exist_ok=True)
+    cls.symlink_to(os.path.relpath(ctrl, cls.parent))
     ns = ctrl / name
     _write(ns / "dev", devno)
     _write(ns / "size", str(1953525168))
@@ -130,12 +165,22 @@ def fake_scsi_sysfs(
     transport: str,
     rotational: int = 0,
 ) -> Path:
-    """A SCSI disk: ``transport`` is "ata", "sas" or "usb" (where it hangs)."""
+    """A SCSI disk: ``transport`` is "ata", "sas" or "usb" (where it hangs), below a
+    host bus adapter with its driver (ahci at a 6.0 Gbps SATA link, mpt3sas on PCIe
+    8.0 GT/s x8, xhci_hcd)."""
     parents = {
         "ata": ["pci0000:00", "0000:00:1f.2", "ata1", "host0", "target0:0:0"],
         "sas": ["pci0000:00", "0000:03:00.0", "host1", "port-1:0", "end_device-1:0", "target1:0:0"],
         "usb": ["pci0000:00", "0000:00:14.0", "usb2", "2-1", "2-1:1.0", "host2", "target2:0:0"],
     }[transport]
+    pci = root.joinpath("devices", *parents[:2])
+    if transport == "ata":
+        _pci_function(root, pci, "ahci", None)
+        _write(pci / "ata1" / "link1" / "ata_link" / "link1" / "sata_spd", "6.0 Gbps")
+    elif transport == "sas":
+        _pci_function(root, pci, "mpt3sas", ("8.0 GT/s PCIe", 8, "8.0 GT/s PCIe", 8))
+    else:
+        _pci_function(root, pci, "xhci_hcd", None)
     scsi = root.joinpath("devices", *parents, "0:0:0:0")
     _write(scsi / "vendor", vendor.ljust(8))
     _write(scsi / "model", model.ljust(16))

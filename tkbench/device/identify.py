@@ -9,6 +9,7 @@ explaining why; identification never fails because a tool is missing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import facts
 from ._common import UNKNOWN, as_int, clean_str, last_line, load_json_object, try_run
 from .sysfs import Sysfs
 
@@ -169,6 +171,13 @@ class DeviceIdentity:
     backing_file: str | None = None  # loop devices
     ata_security: AtaSecurity | None = None
     nvme: NvmeCaps | None = None
+    # the report header's facts (tkbench.device.facts), read at identification time
+    manufacturer: str = UNKNOWN
+    manufacturer_source: str | None = None  # what named it, in words
+    host_link: dict[str, Any] | None = None  # PCIe link or host bus adapter; None: none
+    form_factor: str | None = None  # as the drive reports it; None: not reported
+    warning_temp_c: float | None = None  # NVMe WCTEMP; SCSI drive trip temperature
+    critical_temp_c: float | None = None  # NVMe CCTEMP
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -410,6 +419,7 @@ def identify(
             b.note(f"{key} unknown: no tool or sysfs attribute reported it")
     if b.values.get("capacity_bytes") is None:
         b.note("capacity unknown: no sysfs size attribute")
+    _header_facts(b, sysfs, disk, interface)
 
     return DeviceIdentity(
         path=spath,
@@ -429,8 +439,36 @@ def identify(
         backing_file=b.values.get("backing_file"),
         ata_security=b.values.get("ata_security"),
         nvme=b.values.get("nvme"),
+        manufacturer=b.values.get("manufacturer", UNKNOWN),
+        manufacturer_source=b.values.get("manufacturer_source"),
+        host_link=b.values.get("host_link"),
+        form_factor=b.values.get("form_factor"),
+        warning_temp_c=b.values.get("warning_temp_c"),
+        critical_temp_c=b.values.get("critical_temp_c"),
         notes=b.notes,
     )
+
+
+def _header_facts(b: _Builder, sysfs: Sysfs, disk: str, interface: str) -> None:
+    """Manufacturer and host link (tkbench.device.facts), from what was read."""
+    if interface == "loop":
+        return  # a loop device has no maker, link or form factor of its own
+    pci_vendor = b.values.get("pci_vendor")
+    if interface == "nvme" and pci_vendor is None:
+        ctrl = facts.nvme_controller(sysfs, disk)
+        if ctrl is not None:  # the kernel's copy: the controller's PCI function
+            path = sysfs.root / "class" / "nvme" / ctrl / "device" / "vendor"
+            with contextlib.suppress(OSError):
+                pci_vendor = as_int(path.read_text().strip())
+    scsi_vendor = b.values.get("scsi_vendor") or clean_str(sysfs.read(disk, "device/vendor"))
+    name, source = facts.manufacturer(
+        b.values.get("model"),
+        scsi_vendor=scsi_vendor if interface in ("sata", "sas", "other") else None,
+        pci_vendor=pci_vendor if interface == "nvme" else None,
+    )
+    b.set("manufacturer", name)
+    b.set("manufacturer_source", source)
+    b.set("host_link", facts.host_link(sysfs, disk, interface))
 
 
 def _identify_file(spath: str, st: os.stat_result) -> DeviceIdentity:
@@ -524,6 +562,9 @@ def _from_nvme_cli(b: _Builder, spath: str, timeout: float) -> None:
     b.override("model", clean_str(ctrl.get("mn")))
     b.override("serial", clean_str(ctrl.get("sn")))
     b.override("firmware", clean_str(ctrl.get("fr")))
+    b.set("pci_vendor", as_int(ctrl.get("vid")))
+    b.set("warning_temp_c", facts.kelvin(ctrl.get("wctemp")))
+    b.set("critical_temp_c", facts.kelvin(ctrl.get("cctemp")))
     ns: dict[str, Any] | None = None
     done, why = try_run(["nvme", "id-ns", spath, "-o", "json"], timeout)
     if done is not None and done.returncode == 0:
@@ -562,6 +603,15 @@ def _from_smartctl(b: _Builder, spath: str, timeout: float) -> None:
     rate = as_int(data.get("rotation_rate"))
     if rate is not None:
         b.set("rotational", rate != 0)
+    b.set("form_factor", facts.form_factor(data))
+    b.set("scsi_vendor", clean_str(data.get("scsi_vendor")))
+    pci = data.get("nvme_pci_vendor")
+    if isinstance(pci, dict):
+        b.set("pci_vendor", as_int(pci.get("id")))
+    temp = data.get("temperature")
+    if isinstance(temp, dict):  # SCSI: the drive's trip temperature
+        trip = as_int(temp.get("drive_trip"))
+        b.set("warning_temp_c", float(trip) if trip else None)
 
 
 def _from_hdparm(b: _Builder, spath: str, timeout: float) -> None:

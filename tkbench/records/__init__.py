@@ -8,7 +8,8 @@ its format history.
 """
 
 from .base import Context, Record
-from .round import Direction, FioCall, PlannedPoint, PointResult, Round
+from .histogram import ResponseHistogram
+from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Thermal
 from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
 from .test import (
     Failure,
@@ -41,11 +42,13 @@ __all__ = [
     "ProfileRef",
     "Purge",
     "Record",
+    "ResponseHistogram",
     "Result",
     "Resume",
     "Round",
     "TargetRecord",
     "TestPlan",
+    "Thermal",
     "VerdictRecord",
     "Workload",
 ]

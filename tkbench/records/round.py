@@ -84,14 +84,32 @@ class PointResult(PlannedPoint):
 
 
 @dataclass(frozen=True)
+class Thermal:
+    """What the drive reported about heat, read after the round was stored: its
+    counters as changes since the previous reading (``since``; None: no earlier
+    reading close enough to tell), the critical warning byte as read."""
+
+    source: str = ""  # "nvme smart-log" | "smartctl"
+    read_at: float = 0.0  # epoch seconds
+    since: float | None = None  # epoch seconds of the previous reading
+    critical_warning: int | None = None  # NVMe; bit 1: temperature
+    warning_minutes: float | None = None  # minutes above the warning temperature (WCTEMP)
+    critical_minutes: float | None = None  # minutes above the critical temperature (CCTEMP)
+    throttle_transitions: float | None = None  # into thermal management levels 1 and 2
+    throttle_seconds: float | None = None  # seconds in thermal management levels 1 and 2
+
+
+@dataclass(frozen=True)
 class Round(Record):
     """One round: every point of the test's matrix once, in one fio run.
 
     Format history: 1 (no ``schema`` field) — ``segment`` could be missing (a run
     before resumes kept segments: segment 1); 2 — ``schema`` written, ``segment``
-    always present."""
+    always present; 3 — ``temperature_c``, the drive's temperature read after the
+    round was stored (null: not available; null in every version 2 file), and
+    ``thermal``, the rest of that reading (left out when there was none)."""
 
-    VERSION = 2
+    VERSION = 3
 
     round: int
     points: tuple[PointResult, ...]
@@ -103,6 +121,8 @@ class Round(Record):
     fio: FioCall = field(default_factory=FioCall)
     written_bytes: float = 0.0
     total_written_bytes: float = 0.0
+    temperature_c: float | None = None  # degrees Celsius; None: not available
+    thermal: Thermal | None = field(default=None, metadata={"omit_none": True})
 
     def point(self, bs: int, read_pct: int) -> PointResult:
         for p in self.points:
@@ -116,4 +136,9 @@ def _round_v1(data: dict[str, Any], context: Context) -> dict[str, Any]:
     return data
 
 
-Round.UPGRADES = {1: _round_v1}
+def _round_v2(data: dict[str, Any], context: Context) -> dict[str, Any]:
+    data.setdefault("temperature_c", None)  # tkbench did not read it before version 3
+    return data
+
+
+Round.UPGRADES = {1: _round_v1, 2: _round_v2}

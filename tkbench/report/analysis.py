@@ -27,7 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test
-from ..records import Checks
+from ..analysis.confidence import histogram_phase
+from ..analysis.thermal import temperature_of
+from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
 from ..vocab import metric as metric_of
 from . import header, saturation
@@ -63,6 +65,7 @@ def test_report(
     error: str,
     capacity: int,
     analysis: TestAnalysis | None = None,
+    target: TargetRecord | None = None,
 ) -> TestReport:
     plan = t.plan
     a = analysis if analysis is not None else analyze_test(t)
@@ -114,6 +117,9 @@ def test_report(
         notes=tuple(notes),
         queue_note=queue_note,
         queue_warn=queue_warn,
+        responses=section.responses(plan, t.rounds, capacity),
+        temperature=temperature_of(t, target) if target is not None else None,
+        response_histogram=histogram_phase(t),
     )
 
 
@@ -125,7 +131,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     capacity = m.target.capacity_bytes
     analysed = analyze_run(run)
     triples = [
-        (test_report(t, run_status, error, capacity, a), t, a)
+        (test_report(t, run_status, error, capacity, a, m.target), t, a)
         for t, a in zip(run.tests, analysed.tests, strict=True)
     ]
     tests = tuple(p[0] for p in triples)
@@ -153,10 +159,17 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         run_dir=str(run.root),
         tkbench_version=m.tkbench_version or "unknown",
         alerts=header.alerts(m),
-        warnings=header.warnings(run, tests),
+        warnings=header.warnings(run, tests) + heat_warnings(tests),
         flag=header.flag(m),
         pts=header.pts_claim(run),
         **check_rows(run.checks),
+    )
+
+
+def heat_warnings(tests: tuple[TestReport, ...]) -> tuple[str, ...]:
+    """Page 1: a test whose drive throttled or ran hot inside its measurement window."""
+    return tuple(
+        w for t in tests if t.temperature is not None and (w := t.temperature.warning(t.title))
     )
 
 

@@ -18,7 +18,7 @@ from ..analysis.repeat import point_repeatability
 from ..device.writecache import describe as write_cache_text
 from ..records import Manifest
 from ..store import RunData, TestData
-from . import fmt
+from . import devicefacts, fmt
 from .model import COMPLETE, PtsClaim, Row, TestReport
 from .options import ReportOptions
 from .procedure import outstanding, precondition_text, purge_text, stop_rule
@@ -50,6 +50,7 @@ def device_rows(manifest: Manifest) -> tuple[Row, ...]:
     logical = target.logical_sector or ident.get("logical_sector")
     physical = ident.get("physical_sector")
     rows = [
+        devicefacts.manufacturer_row(manifest),
         Row("Model", text_or(ident.get("model"))),
         Row("Serial number", text_or(ident.get("serial"))),
         Row("Firmware", text_or(ident.get("firmware"))),
@@ -59,6 +60,7 @@ def device_rows(manifest: Manifest) -> tuple[Row, ...]:
             f"{text_or(logical, '?')} / {text_or(physical, '?')} bytes",
         ),
         Row("Interface", text_or(ident.get("interface"))),
+        *devicefacts.link_rows(manifest),
         # the kernel's flush policy; what tkbench set and verified is under Test set-up
         Row("Kernel write-cache mode (sysfs)", text_or(ident.get("write_cache"))),
         Row("Target", f"{text_or(target.spec)} ({text_or(target.kind)})", mono=True),
@@ -90,6 +92,7 @@ def run_rows(manifest: Manifest, options: ReportOptions, generated: float) -> tu
     started, ended = manifest.started, manifest.ended
     cmd = manifest.command_line
     rows = [
+        devicefacts.test_id_row(manifest),
         Row(
             "Profile",
             f"{text_or(profile.name)}: {text_or(profile.resolved.get('description'), '')}",

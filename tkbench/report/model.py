@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.confidence import HistogramPhase
+from ..analysis.responses import ResponseTimes
+from ..analysis.thermal import TestTemperature
+
 # test status values
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
@@ -196,6 +200,9 @@ class TestReport:
     notes: tuple[str, ...] = ()
     queue_note: str = ""  # Little's law over the window (analysis.queue_check)
     queue_warn: bool = False
+    responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
+    temperature: TestTemperature | None = None  # the drive's, per round, and heat events
+    response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -15,6 +15,7 @@ Safety:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,7 +40,7 @@ with warnings.catch_warnings():
 from ..analysis.window import TAIL_SAMPLES
 from ..errors import InputError
 from ..paths import bundled
-from . import comparison_figures, figures, fmt
+from . import comparison_figures, figures, fmt, partfigures
 from .comparison import Comparison
 from .model import Report, TestReport
 
@@ -150,6 +151,8 @@ def toc_entries(test: TestReport, figs: figures.TestFigures) -> list[tuple[str, 
         out.append((f"{test.anchor}-histograms", "Response-time histograms"))
     if test.saturation is not None:
         out.append((f"{test.anchor}-saturation", "Write saturation"))
+    if test.response_histogram is not None:
+        out.append((f"{test.anchor}-confidence", "Response-time histogram and confidence levels"))
     return out
 
 
@@ -186,21 +189,20 @@ class _Embedder:
         self.assets[url] = (svg.encode("utf-8"), "image/svg+xml")
         return Markup(f'<img class="figure" src="{url}" alt="">')
 
-    def figures(self, figs: figures.TestFigures) -> figures.TestFigures:
-        return figures.TestFigures(
-            convergence=self(figs.convergence),
-            verification=[self(v) for v in figs.verification],
-            measure_2d=self(figs.measure_2d),
-            measure_3d=self(figs.measure_3d),
-            latency_profile=self(figs.latency_profile),
-            histograms=self(figs.histograms),
-            saturation_iops=self(figs.saturation_iops),
-            saturation_latency=self(figs.saturation_latency),
-        )
+    def figures(self, figs: partfigures.PartFigures) -> partfigures.PartFigures:
+        """Every figure of a test chapter embedded (a list: each of its figures)."""
+        embedded: dict[str, Any] = {}  # Markup is a str
+        for f in dataclasses.fields(figs):
+            value = getattr(figs, f.name)
+            embedded[f.name] = [self(v) for v in value] if isinstance(value, list) else self(value)
+        return partfigures.PartFigures(**embedded)
 
 
 def _render(
-    report: Report, logo: Logo | None, figs: Mapping[str, figures.TestFigures], embed: _Embedder
+    report: Report,
+    logo: Logo | None,
+    figs: Mapping[str, partfigures.PartFigures],
+    embed: _Embedder,
 ) -> str:
     template = environment().get_template(MAIN_TEMPLATE)
     return template.render(
@@ -217,7 +219,7 @@ def _render(
 def build_document(report: Report, logo: Logo | None = None) -> Document:
     """Draw every figure once and lay the report out for reading and for printing."""
     name = figures.Namer()
-    figs = {t.name: figures.test_figures(t, name) for t in report.tests}
+    figs = {t.name: partfigures.all_figures(t, name) for t in report.tests}
     html = _render(report, logo, figs, _Embedder(linked=False))
     linked = _Embedder(linked=True)
     print_html = _render(report, logo, figs, linked)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..analysis.responses import ResponseTimes, saturation_responses
 from ..analysis.steady import Verdict
 from ..records import Round, TestPlan
 from ..store import TestData
@@ -41,6 +42,12 @@ class Section:
     def saturation(
         self, plan: TestPlan, rounds: Sequence[Round], capacity: int
     ) -> Saturation | None:
+        return None
+
+    def responses(
+        self, plan: TestPlan, rounds: Sequence[Round], capacity: int
+    ) -> ResponseTimes | None:
+        """Response times per round against drive fills (write saturation's)."""
         return None
 
 
@@ -111,6 +118,11 @@ class SaturationSection(Section):
         self, plan: TestPlan, rounds: Sequence[Round], capacity: int
     ) -> Saturation | None:
         return saturation.saturation(plan, rounds, capacity)
+
+    def responses(
+        self, plan: TestPlan, rounds: Sequence[Round], capacity: int
+    ) -> ResponseTimes | None:
+        return saturation_responses(plan, rounds, capacity)
 
 
 class FixedSection(Section):

@@ -1,0 +1,74 @@
+"""The PTS report header's device facts beside model and serial: manufacturer, host
+link (PCIe speed and width, or the host bus adapter's driver), form factor, and the
+run's test ID (pure).
+
+They come from the target identity tkbench recorded when it identified the drive
+(:mod:`tkbench.device.facts`).  A regular file, a filesystem volume, an NBD export
+or a loop device has none of them ("not applicable"); a run made before tkbench
+recorded them says so rather than leave a blank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..device.facts import link_text
+from ..records import Manifest
+from .model import Row
+
+NOT_RECORDED = "not recorded (the run was made before tkbench recorded it)"
+
+
+def not_applicable(manifest: Manifest) -> str | None:
+    """Why the target has no maker, link or form factor of its own (None: it has)."""
+    ident = manifest.target.identity
+    kind = manifest.target.kind
+    if manifest.synthetic or kind == "synthetic":
+        return "not applicable (synthetic data)"
+    if kind == "file" or ident.get("interface") == "file":
+        return "not applicable (a regular file)"
+    if kind == "volume" or ident.get("interface") == "volume":
+        return "not applicable (a filesystem volume)"
+    if kind == "nbd" or ident.get("interface") == "nbd":
+        if ident.get("emulated"):
+            return "not applicable (the bundled SSD emulator)"
+        return "not applicable (an NBD export)"
+    if ident.get("interface") == "loop":
+        return "not applicable (a loop device)"
+    return None
+
+
+def manufacturer_row(manifest: Manifest) -> Row:
+    ident: Mapping[str, Any] = manifest.target.identity
+    na = not_applicable(manifest)
+    if na is not None:
+        return Row("Manufacturer", na)
+    if "manufacturer" not in ident:
+        return Row("Manufacturer", NOT_RECORDED)
+    name = str(ident.get("manufacturer") or "unknown")
+    source = ident.get("manufacturer_source")
+    if name == "unknown":
+        return Row("Manufacturer", f"unknown ({source})" if source else "unknown")
+    return Row("Manufacturer", f"{name} (from {source})" if source else name)
+
+
+def link_rows(manifest: Manifest) -> tuple[Row, ...]:
+    """Host link, and the form factor where the drive reports one."""
+    ident: Mapping[str, Any] = manifest.target.identity
+    na = not_applicable(manifest)
+    if na is not None:
+        return (Row("Host link", na),)
+    if "host_link" not in ident:
+        return (Row("Host link", NOT_RECORDED),)
+    rows = [Row("Host link", link_text(ident.get("host_link")))]
+    if ident.get("form_factor"):
+        rows.append(Row("Form factor", str(ident["form_factor"])))
+    return tuple(rows)
+
+
+def test_id_row(manifest: Manifest) -> Row:
+    """The run's UUID: the test ID wherever the run directory is copied."""
+    if manifest.run_id:
+        return Row("Test ID (run UUID)", manifest.run_id, mono=True)
+    return Row("Test ID (run UUID)", "none (the run was made before tkbench gave runs an ID)")
