@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
         description="Run a profile on a target.  Every completed round is stored in the run "
-        "directory before the next starts; --resume continues an interrupted run.",
+        "directory before its results are used; --resume continues an interrupted run.",
     )
     _add_profile_args(p)
     _add_target_args(p)
