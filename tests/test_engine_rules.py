@@ -210,6 +210,8 @@ def test_write_saturation_stops_at_its_time_limit(tmp_path: Path, clock: FakeClo
         (100.0, 300.0, "continue"),
         (100.0, 50.0, "re-precondition"),
         (1000.0, 300.0, "re-precondition"),
+        (0.5, None, "continue"),  # the default: IDLE_GAP_MIN, 1 s
+        (1.5, None, "re-precondition"),
     ],
 )
 def test_resume_gap_decides_between_continuing_and_a_new_segment(
@@ -322,12 +324,12 @@ def test_no_test_runs_more_than_the_round_cap_over_all_segments(
     assert len(fake.preconditions()) == ROUND_CAP * 2  # the first, and one per new segment
 
 
-@pytest.mark.parametrize(("pause", "segments"), [(1000.0, [1, 1, 2, 2, 2]), (59.0, [1, 1, 1])])
+@pytest.mark.parametrize(("pause", "segments"), [(1000.0, [1, 1, 2, 2, 2]), (0.9, [1, 1, 1])])
 def test_an_idle_gap_inside_a_run_starts_a_new_segment(
     tmp_path: Path, clock: FakeClock, pause: float, segments: list[int]
 ) -> None:
-    # suspended after round 2; with resume_gap 0, gaps under a minute still do not
-    # count.  Round 3 was started ahead during round 2: after the long pause it is
+    # suspended after round 2; with resume_gap 0, gaps under IDLE_GAP_MIN (1 s) still do
+    # not count.  Round 3 was started ahead during round 2: after the long pause it is
     # discarded, and round 3 runs again after preconditioning, in the new segment
     fake = FakeFio(clock=clock)
 
@@ -560,6 +562,15 @@ def test_no_round_is_started_ahead_where_it_cannot_follow_safely(tmp_path: Path,
     eng.run()
     assert [(r.round, r.ahead) for r in fake.rounds()] == [(1, False), (2, False), (3, False)]
     assert fake.discarded == []
+
+
+def test_the_default_resume_gap_is_the_least_idle_gap() -> None:
+    from tkbench.cli.parser import build_parser
+    from tkbench.runs import RunRequest
+
+    args = build_parser().parse_args(["run", "--target", "x"])
+    assert args.resume_gap == engine_mod.IDLE_GAP_MIN == RunRequest().resume_gap
+    assert EngineOptions().resume_gap == engine_mod.IDLE_GAP_MIN
 
 
 # --------------------------------------------------------------------------- the fake itself

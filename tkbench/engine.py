@@ -70,9 +70,14 @@ from .runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
 
-# An idle gap inside a run shorter than this is never taken for one the drive
-# could recover in (fio's own start-up between rounds takes about 0.4 s).
-IDLE_GAP_MIN = 60.0
+# Seconds of idle between two rounds after which the drive may have recovered
+# (docs/resume.md): the default --resume-gap, and the least gap inside a run that
+# begins a new segment.  tkbench itself leaves a few ms between rounds started ahead,
+# and where it cannot start them ahead (sequential points, fio servers) ~5 ms of its
+# own between one fio's end and the next one's start, plus fio's start-up of about
+# 0.4 s; any longer idle is an interruption, and SSDs recover within seconds (the
+# PTS measures it in its Host Idle Recovery test).
+IDLE_GAP_MIN = 1.0
 FIO_STARTUP = 0.5  # seconds from starting fio to the first point's I/O, about
 # How long before a round is expected to end the next round's fio is started and held
 # (docs/methodology.md, "Rounds back to back"): well beyond fio's start-up and the
@@ -95,7 +100,7 @@ class NullProgress:
 
 @dataclass
 class EngineOptions:
-    resume_gap: float = 300.0  # seconds of idle after which a resumed test re-preconditions
+    resume_gap: float = IDLE_GAP_MIN  # seconds of idle after which a test re-preconditions
     fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
     # start each round's successor while it runs (docs/methodology.md); off: a new
