@@ -4,14 +4,17 @@ The stop rule (steady after N rounds, the round limit, the window size, every
 tracking variable, the excursion limits), write saturation's stop, and resume:
 continue after a short gap, a new segment after a long one (``resume_gap``), the
 round limit per segment and the cap over all segments, idle gaps inside a run,
-restarts.  The engine runs for real -- plan, store, purge of a 16 MiB file in
-tmp_path, job files -- only fio is scripted: IOPS per (test, round, point), and
-time under the test's control where gaps matter.
+restarts.  Rounds back to back: the next round started ahead while one runs, taken
+up only once that one is stored and did not end the test, otherwise discarded and
+never counted; an interrupt stops both.  The engine runs for real -- plan, store,
+purge of a 16 MiB file in tmp_path, job files -- only fio is scripted: IOPS per
+(test, round, point), and time under the test's control where gaps matter.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests._helpers import merged
-from tests.fakes.fio_runner import Call, FakeClock, FakeFio
+from tests.fakes.fio_runner import Call, FakeClock, FakeFio, Run, parse_jobfile
 from tkbench import engine as engine_mod
 from tkbench import plan as planmod
 from tkbench import profile
@@ -207,16 +210,19 @@ def test_write_saturation_stops_at_its_time_limit(tmp_path: Path, clock: FakeClo
         (100.0, 300.0, "continue"),
         (100.0, 50.0, "re-precondition"),
         (1000.0, 300.0, "re-precondition"),
+        (0.5, None, "continue"),  # the default: IDLE_GAP_MIN, 1 s
+        (1.5, None, "re-precondition"),
     ],
 )
 def test_resume_gap_decides_between_continuing_and_a_new_segment(
-    tmp_path: Path, clock: FakeClock, gap: float, resume_gap: float, action: str
+    tmp_path: Path, clock: FakeClock, gap: float, resume_gap: float | None, action: str
 ) -> None:
     sets = [*ONLY_IOPS, "tests.iops.rounds.max=4", "tests.iops.rounds.window=3"]
     interrupted_after(tmp_path, FakeFio(never_steady, clock=clock), sets, rounds=2)
     clock.advance(gap)
     fake = FakeFio(never_steady, clock=clock)
-    resumed_engine(tmp_path, fake, resume_gap=resume_gap).run()
+    options = {} if resume_gap is None else {"resume_gap": resume_gap}
+    resumed_engine(tmp_path, fake, **options).run()
     run = load_run(tmp_path / "run")
     resumes = run.manifest.resumes
     assert [(r.test, r.action, r.rounds_kept) for r in resumes] == [("iops", action, 2)]
@@ -318,11 +324,13 @@ def test_no_test_runs_more_than_the_round_cap_over_all_segments(
     assert len(fake.preconditions()) == ROUND_CAP * 2  # the first, and one per new segment
 
 
-@pytest.mark.parametrize(("pause", "segments"), [(1000.0, [1, 1, 2, 2, 2]), (59.0, [1, 1, 1])])
+@pytest.mark.parametrize(("pause", "segments"), [(1000.0, [1, 1, 2, 2, 2]), (0.9, [1, 1, 1])])
 def test_an_idle_gap_inside_a_run_starts_a_new_segment(
     tmp_path: Path, clock: FakeClock, pause: float, segments: list[int]
 ) -> None:
-    # suspended after round 2; with resume_gap 0, gaps under a minute still do not count
+    # suspended after round 2; with resume_gap 0, gaps under IDLE_GAP_MIN (1 s) still do
+    # not count.  Round 3 was started ahead during round 2: after the long pause it is
+    # discarded, and round 3 runs again after preconditioning, in the new segment
     fake = FakeFio(clock=clock)
 
     def script(call: Call) -> float:
@@ -340,6 +348,11 @@ def test_an_idle_gap_inside_a_run_starts_a_new_segment(
     assert result(run, "iops")["window"] == [3, 4, 5] if len(segments) == 5 else [1, 2, 3]
     new_segment = (tmp_path / "run/tests/iops/precondition-s2.json").exists()
     assert new_segment is (len(segments) == 5)
+    # round 3 ran ahead (then waited through the pause) and was dropped, never stored
+    ran = [r.round for r in fake.rounds()]
+    assert ran == ([1, 2, 3, 3, 4, 5] if new_segment else [1, 2, 3])
+    log = (tmp_path / "run/events.log").read_text()
+    assert ("round 3, started ahead, discarded: it began after an idle gap" in log) is new_segment
 
 
 @pytest.mark.parametrize("max_duration", ["24h", "60s"])
@@ -426,6 +439,138 @@ def test_a_failing_fio_job_fails_the_run_and_keeps_what_fio_printed(tmp_path: Pa
     assert [r for r, _ in rounds_of(run, "iops")] == [1]  # the failed round is not a round
     (kept,) = (out / "tests/iops/failed").glob("round-0002-*.out")
     assert '"fio version": "fio-3.33"' in kept.read_text()
+
+
+# --------------------------------------------------------------------------- back to back
+
+
+def _ahead_of(jobfile: str) -> str | None:
+    """The hand-off directory a round's first point waits in, if it was started ahead."""
+    first = next(iter(s for name, s in parse_jobfile(jobfile).items() if name != "global"))
+    prerun = first.get("exec_prerun")
+    return None if prerun is None else shlex.split(prerun)[4]
+
+
+def test_each_round_is_started_ahead_and_taken_up_once_the_last_is_stored(
+    tmp_path: Path,
+) -> None:
+    stored_before: list[int] = []
+    fake = FakeFio(never_steady)
+
+    def script(call: Call) -> float:
+        # asked when the round's fio starts: round n + 1 starts before round n is stored
+        if call.job.startswith("p000"):
+            stored_before.append(len(list((tmp_path / "run/tests/iops/rounds").glob("*.json"))))
+        return never_steady(call)
+
+    fake.script = script
+    eng, out = new_engine(
+        tmp_path, fake, [*ONLY_IOPS, "tests.iops.rounds.max=4", "tests.iops.rounds.window=3"]
+    )
+    eng.run()
+    assert [(r.round, r.ahead) for r in fake.rounds()] == [
+        (1, False), (2, True), (3, True), (4, True)
+    ]  # fmt: skip
+    assert stored_before == [0, 0, 1, 2]
+    # round 4 is the last whatever it measures (the round limit): none is started after it
+    assert fake.discarded == [] and fake.running() == []
+    # each round's first point waits for the last point of the round before it
+    rounds = out / "tests/iops/rounds"
+    dirs = [_ahead_of((rounds / f"{n:04d}.fio").read_text()) for n in (1, 2, 3, 4)]
+    assert dirs[0] is None and len(set(dirs[1:])) == 3
+    for n in (2, 3, 4):
+        before = parse_jobfile((rounds / f"{n - 1:04d}.fio").read_text())
+        last = [name for name in before if name != "global"][-1]
+        assert before[last]["exec_postrun"].startswith(f": > {dirs[n - 1]}/done.")
+    assert [r for r, _ in rounds_of(load_run(out), "iops")] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("test", ["iops", "wsat"])
+def test_a_round_that_ends_the_test_discards_the_one_started_ahead(
+    tmp_path: Path, test: str
+) -> None:
+    # iops: steady with round 6 (flat from round 5, window 2); wsat: 16 MiB written with
+    # round 4.  Either way the next round was started ahead and wrote, and is not counted
+    if test == "iops":
+        fake, sets, last = FakeFio(fresh_until(5)), [*ONLY_IOPS, "tests.iops.rounds.window=2"], 6
+    else:
+        fake = FakeFio(_four_mib_per_round)
+        sets, last = [*ONLY_WSAT, "tests.wsat.stop_written_multiple=1"], 4
+    eng, out = new_engine(tmp_path, fake, sets)
+    eng.run()
+    (discarded,) = fake.discarded
+    assert (discarded.test, discarded.round, discarded.ahead) == (test, last + 1, True)
+    assert discarded.written() > 0
+    assert fake.running() == []
+    run = load_run(out)
+    kept = run.test(test).rounds
+    assert [r.round for r in kept] == list(range(1, last + 1))
+    assert not list((out / "tests" / test / "rounds").glob(f"{last + 1:04d}.*"))
+    written = sum(r.written() for r in fake.rounds(test))
+    assert kept[-1].total_written_bytes == written == sum(r.written_bytes for r in kept)
+    res = result(run, test)
+    assert res["rounds"] == last and res["total_written_bytes"] == written
+    log = (out / "events.log").read_text()
+    assert f"test {test}: round {last + 1}, started ahead, discarded: round {last} ended" in log
+
+
+def test_an_interrupt_while_a_round_is_started_ahead_stops_both(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    fake = FakeFio(never_steady, clock=clock)
+
+    def signal_arrives(run: Run) -> None:
+        if run.round == 3:  # waiting for round 3; round 4 is under way ahead of it
+            assert [p.run.round for p in fake.running()] == [3, 4]
+            raise KeyboardInterrupt
+
+    fake.before_wait = signal_arrives
+    sets = [*ONLY_IOPS, "tests.iops.rounds.max=6"]
+    eng, out = new_engine(tmp_path, fake, sets)  # never steady: six rounds
+    with pytest.raises(Interrupted):
+        eng.run()
+    assert fake.running() == []
+    assert [r.round for r in fake.discarded] == [3, 4]
+    run = load_run(out)
+    assert run.manifest.status == "interrupted"
+    assert rounds_of(run, "iops") == [(1, 1), (2, 1)]
+    assert not list((out / ".scratch").glob("fio-*"))  # no job file left behind
+    # resumed at once: rounds 3 and 4 run anew (3 not ahead: nothing runs before it)
+    fake = FakeFio(never_steady, clock=clock)
+    resumed_engine(tmp_path, fake).run()
+    assert [(r.round, r.ahead) for r in fake.rounds()] == [
+        (3, False), (4, True), (5, True), (6, True)
+    ]  # fmt: skip
+    assert rounds_of(load_run(out), "iops") == [(n, 1) for n in range(1, 7)]
+
+
+@pytest.mark.parametrize("why", ["sequential", "fio server", "back_to_back off"])
+def test_no_round_is_started_ahead_where_it_cannot_follow_safely(tmp_path: Path, why: str) -> None:
+    # sequential streams start where the *stored* rounds left them; fio servers cannot
+    # run the hand-off
+    sets = [*ONLY_IOPS, "tests.iops.rounds.max=3", "tests.iops.rounds.window=3"]
+    fake, options = FakeFio(never_steady), {}
+    if why == "sequential":
+        sets = ["tests.iops.enabled=false", "tests.latency.enabled=false"]
+        sets += ["tests.wsat.enabled=false", "tests.throughput.rounds.max=3"]
+        sets += ["tests.throughput.rounds.window=3"]
+    elif why == "fio server":
+        fake = FakeFio(never_steady, hosts=("sock:/nowhere",))
+    else:
+        options["back_to_back"] = False
+    eng, _ = new_engine(tmp_path, fake, sets, **options)
+    eng.run()
+    assert [(r.round, r.ahead) for r in fake.rounds()] == [(1, False), (2, False), (3, False)]
+    assert fake.discarded == []
+
+
+def test_the_default_resume_gap_is_the_least_idle_gap() -> None:
+    from tkbench.cli.parser import build_parser
+    from tkbench.runs import RunRequest
+
+    args = build_parser().parse_args(["run", "--target", "x"])
+    assert args.resume_gap == engine_mod.IDLE_GAP_MIN == RunRequest().resume_gap
+    assert EngineOptions().resume_gap == engine_mod.IDLE_GAP_MIN
 
 
 # --------------------------------------------------------------------------- the fake itself

@@ -29,6 +29,12 @@ OVERRIDES = [
 ]
 
 
+# the resumed rounds continue (what these tests check is the stop and the state it
+# leaves); without it a resume more than a second later re-preconditions
+# (docs/resume.md; tests/test_engine_rules.py, tests/test_examples.py)
+CONTINUE = ("--resume-gap", "3600")
+
+
 def _start(tmp: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     args = [
         sys.executable,
@@ -97,7 +103,7 @@ def test_sigterm_stops_cleanly_with_130_and_resume_completes(tmp_path: Path) -> 
     assert other.returncode == 2, other.stderr
     assert "differs from the run's profile quick" in other.stderr
     assert _rounds(out) == kept
-    proc = _start(tmp_path, out, "--resume", str(out))
+    proc = _start(tmp_path, out, "--resume", str(out), *CONTINUE)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     data = load_run(out)
@@ -120,7 +126,7 @@ def test_a_burst_of_signals_still_ends_interrupted_and_resumable(tmp_path: Path)
     assert "Traceback" not in err
     assert load_run(out).manifest.status == "interrupted"
     _all_json_complete(out)
-    proc = _start(tmp_path, out, "--resume", str(out))
+    proc = _start(tmp_path, out, "--resume", str(out), *CONTINUE)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert load_run(out).manifest.status == "complete"
@@ -139,7 +145,7 @@ def test_sigkill_of_the_process_group_then_resume(tmp_path: Path, seed: int) -> 
     before = load_run(out)
     assert before.manifest.status == "running"  # the process died without a word
     kept = {t.name: [r.round for r in t.rounds] for t in before.tests}
-    proc = _start(tmp_path, out, "--resume", str(out))
+    proc = _start(tmp_path, out, "--resume", str(out), *CONTINUE)
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     after = load_run(out)

@@ -263,7 +263,8 @@ def test_round_jobfile_sections_and_handoff() -> None:
     assert g["percentile_list"] == "99:99.99"
     first, second, last = cp[sections[0]], cp[sections[1]], cp[sections[-1]]
     assert "exec_prerun" not in first  # nothing precedes the first point
-    assert "exec_postrun" not in last  # nothing follows the last one
+    # the last point leaves its markers too: a round started ahead waits for them
+    assert last["exec_postrun"].startswith(f": > '/run dir/.scratch/h'/done.{len(sections) - 1}.")
     assert "'/run dir/.scratch/h'" in second["exec_prerun"]  # quoted for sh
     assert second["exec_prerun"].split()[-3:-1] == ["0", str(t.points[0].numjobs)]
     assert first["exec_postrun"].startswith(": > '/run dir/.scratch/h'/done.0.")
@@ -277,6 +278,40 @@ def test_round_jobfile_sections_and_handoff() -> None:
     # threads of each later point come up before the previous one ends
     d1 = int(second["startdelay"].removesuffix("ms"))
     assert d1 < int(first["runtime"].removesuffix("ms"))
+
+
+def test_a_round_started_ahead_waits_for_the_last_point_of_the_round_before() -> None:
+    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    t = pl.tests[0]
+
+    def render(follow: jobfile.Follow | None) -> configparser.ConfigParser:
+        text = jobfile.render_round(
+            t.points,
+            {"ioengine": "libaio", "filename": "/t"},
+            active_bytes=t.active_bytes,
+            handoff=jobfile.Handoff("/s/h2"),
+            follow=follow,
+        )
+        return _parse_jobfile(text)
+
+    alone = render(None)
+    ahead = render(jobfile.Follow("/s/h1", t.points[-1], shift=4.5))
+    names = [p.job_name for p in t.points]
+    first = ahead[names[0]]["exec_prerun"].split()
+    # its first point waits in the previous round's directory for that round's last point
+    timeout = f"{t.points[-1].runtime * 1.5 + 60:.0f}"
+    assert first[-4:] == ["/s/h1", str(t.points[-1].index), str(t.points[-1].numjobs), timeout]
+    # the rest hands over within the round as always, every point brought up LEAD
+    # before the schedule that begins when the round before ends
+    for n in names[1:]:
+        assert ahead[n]["exec_prerun"] == alone[n]["exec_prerun"]
+    for n, nominal in zip(names, jobfile.schedule(t.points, 0.0), strict=True):
+        delay = int(ahead[n]["startdelay"].removesuffix("ms"))
+        assert delay == round((4.5 + nominal - jobfile.LEAD) * 1000)
+    with pytest.raises(ValueError, match="needs the hand-off"):
+        jobfile.render_round(
+            t.points, {}, active_bytes=t.active_bytes, follow=jobfile.Follow("/x", t.points[-1], 1)
+        )
 
 
 def test_sequential_points_give_each_job_a_slice() -> None:

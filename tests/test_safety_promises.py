@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -557,6 +558,67 @@ def test_resume_stops_only_the_run_s_own_leftovers(tmp_path: Path) -> None:
         for p in (ours, bystander):
             p.kill()
             p.wait()
+
+
+def _run_processes(scratch: Path) -> dict[int, list[str]]:
+    """pid -> argv of every process standing in ``scratch`` (or below it)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if (cwd + os.sep).startswith(str(scratch) + os.sep):
+            found[int(entry.name)] = argv
+    return found
+
+
+@pytest.mark.fio
+def test_resume_stops_the_fio_of_a_round_started_ahead_after_a_kill_9(tmp_path: Path) -> None:
+    """kill -9 of tkbench while the next round's fio waits at its start for the
+    current round: both fio processes and the waiting hand-off are orphans that
+    would go on writing the target; stop_leftovers (run by --resume) stops them all."""
+    from tests._helpers import sets
+    from tkbench.runs import stop_leftovers
+
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "tkbench", *RUN, "--profile", "quick", "--yes"]
+    args += ["--target", str(image(tmp_path / "t.img")), "--out", str(out)]
+    # write saturation, 4-second rounds: round 2's fio starts with round 1 and its
+    # first point comes up a second before round 1 ends, to wait in the hand-off
+    args += sets(
+        "tests.iops.enabled=false",
+        "tests.throughput.enabled=false",
+        "tests.latency.enabled=false",
+        "tests.wsat.point_runtime=4s",
+        "tests.wsat.stop_written_multiple=1000",
+    )
+    err = tmp_path / "stderr"
+    with err.open("w") as fh:
+        tk = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=fh)
+    scratch = out / ".scratch"
+    try:
+        limit = time.monotonic() + 60
+        while True:
+            assert tk.poll() is None, err.read_text()
+            assert time.monotonic() < limit, "no round started ahead"
+            procs = _run_processes(scratch.resolve()) if scratch.exists() else {}
+            fios = {p for p, a in procs.items() if Path(a[0]).name == "fio"}
+            waiting = {p for p, a in procs.items() if any(x.endswith("handoff.py") for x in a)}
+            if len(fios) == 2 and waiting:
+                break
+            time.sleep(0.02)
+        os.kill(tk.pid, signal.SIGKILL)
+        tk.wait()
+        stopped = stop_leftovers(out)
+    finally:
+        tk.kill()
+        tk.wait()
+    assert fios | waiting <= set(stopped)
+    assert _run_processes(scratch.resolve()) == {}
 
 
 def test_emulate_leaves_a_socket_that_is_bound_but_not_listening(tmp_path: Path) -> None:

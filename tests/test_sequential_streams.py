@@ -174,7 +174,7 @@ def test_a_resumed_run_continues_the_streams_from_the_stored_rounds(tmp_path: Pa
     )
     with pytest.raises(Interrupted):
         start(req)
-    out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
+    out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True, resume_gap=3600))
     assert manifest.resumes[0].action == "continue"
     t = load_run(out).test("throughput")
     assert [r.round for r in t.rounds] == [1, 2, 3]

@@ -12,6 +12,11 @@ than ``resume_gap`` seconds before the resumed run starts, the rounds simply
 continue.  After a longer gap the drive may have recovered while idle, so the
 test is preconditioned again and a new *segment* of rounds begins: a
 steady-state window never spans a gap.
+
+Rounds back to back (docs/methodology.md): while a round runs, the next round's
+fio is started and held at its start by the hand-off; it is taken up once the
+running round is stored and has not ended the test, and otherwise stopped and
+discarded, never stored.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from .analysis.segments import segment_of, segment_rounds, segment_verdicts
 from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
+from .handoff import markers_time
 from .plan import Plan, PlannedTest, Point
 from .records import (
     Failure,
@@ -60,15 +66,26 @@ from .results import (
     tracking_values,
     written_bytes,
 )
-from .runner import STATUS_INTERVAL, FioFailed, FioRun, FioRunner
+from .runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun, FioRunner
 from .store import RunStore, TestData
 from .target import Target
 from .thermalwatch import ThermalWatch
 
-# An idle gap inside a run shorter than this is never taken for one the drive
-# could recover in (fio's own start-up between rounds takes about 0.4 s).
-IDLE_GAP_MIN = 60.0
+# Seconds of idle between two rounds after which the drive may have recovered
+# (docs/resume.md): the default --resume-gap, and the least gap inside a run that
+# begins a new segment.  tkbench itself leaves a few ms between rounds started ahead,
+# and where it cannot start them ahead (sequential points, fio servers) ~5 ms of its
+# own between one fio's end and the next one's start, plus fio's start-up of about
+# 0.4 s; any longer idle is an interruption, and SSDs recover within seconds (the
+# PTS measures it in its Host Idle Recovery test).
+IDLE_GAP_MIN = 1.0
 FIO_STARTUP = 0.5  # seconds from starting fio to the first point's I/O, about
+# How long before a round is expected to end the next round's fio is started and held
+# (docs/methodology.md, "Rounds back to back"): well beyond fio's start-up and the
+# threads' jobfile.LEAD, so the next round's first point is waiting when this one
+# ends; a round shorter than that has its successor started at once.
+START_AHEAD = 5.0
+POLL = 0.05  # seconds between looks at a round whose successor is not yet started
 
 
 class Progress(Protocol):
@@ -84,9 +101,12 @@ class NullProgress:
 
 @dataclass
 class EngineOptions:
-    resume_gap: float = 300.0  # seconds of idle after which a resumed test re-preconditions
+    resume_gap: float = IDLE_GAP_MIN  # seconds of idle after which a test re-preconditions
     fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
+    # start each round's successor while it runs (docs/methodology.md); off: a new
+    # fio after each round (the benchmark's baseline)
+    back_to_back: bool = True
 
 
 def host_info() -> Host:
@@ -334,21 +354,8 @@ class Engine:
             ) from None
         return d
 
-    def _fio(
-        self,
-        test: PlannedTest,
-        name: str,
-        text: str,
-        json_plus: bool,
-        planned: float,
-        labels: Mapping[str, str] | None = None,
-        points: Sequence[Point] = (),
-    ) -> FioRun:
-        """Run one fio job file; live figures go to the progress display as
-        ``fio_status`` events: from fio's own status reports for a single job
-        (``labels``: fio job name -> what people call it), or, for a round of points
-        handed over back to back (``points``), from the target device's kernel
-        counters: fio's status reports deadlock with jobs waiting in the hand-off."""
+    def _jobfile(self, text: str) -> tuple[Path, Path]:
+        """A fresh fio working directory with the job file in it: (workdir, job file)."""
         workdir = self._workdir()
         path = workdir / "job.fio"
         try:
@@ -357,13 +364,27 @@ class Engine:
             raise DeviceError(
                 f"cannot write {path}: {exc.strerror or exc} (is the results filesystem full?)"
             ) from None
+        return workdir, path
+
+    def _fio(
+        self,
+        test: PlannedTest,
+        name: str,
+        text: str,
+        json_plus: bool,
+        planned: float,
+        labels: Mapping[str, str],
+    ) -> FioRun:
+        """Run one fio job file (the preconditioning); live figures go to the progress
+        display as ``fio_status`` events, from fio's own status reports (``labels``: fio
+        job name -> what people call it)."""
+        workdir, path = self._jobfile(text)
         timeout = planned + self.options.fio_timeout_margin
 
         def show(fig: LiveFigures) -> None:
             self.progress.event("fio_status", test=test, **fig.to_dict())
 
-        on_line = StatusStream(labels, show).feed if labels is not None else None
-        sampler = CounterSampler(self.target, points, show) if points else None
+        on_line = StatusStream(labels, show).feed
         try:
             run = self.runner.run(
                 path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
@@ -375,8 +396,6 @@ class Engine:
             )
             raise
         finally:
-            if sampler is not None:
-                sampler.stop()
             shutil.rmtree(workdir, ignore_errors=True)
         return run
 
@@ -422,77 +441,251 @@ class Engine:
         test: PlannedTest,
         handoff: jobfile.Handoff | None,
         rounds: Sequence[Round] = (),
+        follow: jobfile.Follow | None = None,
     ) -> str:
-        # sequential streams go on where the stored rounds left them
+        # sequential streams go on where the stored rounds left them; a round started
+        # ahead has none (_may_start_ahead): the round before it is not stored yet
+        starts = jobfile.stream_starts(test.points, rounds, test.active_bytes)
+        assert follow is None or not starts
         return jobfile.round_jobfile(
-            test,
-            self.target.fio_options(test.spec.workload.ioengine),
-            handoff,
-            jobfile.stream_starts(test.points, rounds, test.active_bytes),
+            test, self.target.fio_options(test.spec.workload.ioengine), handoff, starts, follow
         )
 
     def _rounds(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
-        spec = test.spec
+        """Rounds until the test's kind says stop.  While a round runs, the next one is
+        started ahead and held at its start by the hand-off (``_await``), so the rounds
+        follow each other as closely as the points of a round; it is used only once the
+        round before it is stored and has not ended the test, otherwise it is stopped
+        and discarded, never stored (docs/methodology.md, "Rounds back to back")."""
         total_written = int(sum(r.written_bytes for r in rounds))
         started = rounds[0].started if rounds else time.time()
-        verdicts: dict[str, steady.Verdict] = {}
+        cur: _RoundRun | None = None
+        ahead: _RoundRun | None = None  # the next round, started while ``cur`` runs
         thermal = ThermalWatch(self.target.thermal_reader(), clock=time.time, log=self.store.log)
         thermal.start()
-        while True:
-            n = len(rounds) + 1
-            reason = self._stop_reason(test, rounds, segment, total_written, started)
-            if reason is not None:
-                break
-            self._check_stop()
-            segment = self._after_idle(test, rounds, segment)
-            self.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
-            handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
-            text = self._round_text(test, handoff, rounds)
-            run = self._fio(
-                test,
-                f"round-{n:04d}",
-                text,
-                json_plus=spec.histogram,
-                planned=test.round_seconds,
-                points=test.points,
-            )
-            assert run.output is not None
-            try:
-                points = summarize_round(test.points, run.output, with_bins=spec.histogram)
-                values = tracking_values(points, test.tracking)
-            except TkbenchError as exc:
-                info = Failure(test=test.name, error=str(exc), fio=run.call())
-                self.store.save_failure(
-                    test.name, f"round-{n:04d}-{int(time.time())}", run.stdout, text, info
+        try:
+            while True:
+                n = len(rounds) + 1
+                reason = self._stop_reason(test, rounds, segment, total_written, started)
+                if reason is not None:
+                    if ahead is not None:
+                        self._discard(test, ahead, f"round {n - 1} ended the test ({reason})")
+                        ahead = None
+                    break
+                self._check_stop()
+                if ahead is None:
+                    segment = self._after_idle(test, rounds, segment)
+                    self.progress.event(
+                        "round_started", test=test, round=n, seconds=test.round_seconds
+                    )
+                    cur = self._start_round(test, n, rounds)
+                else:
+                    cur, ahead = ahead, None  # under way since the last round ended
+                    cur.end_eta = time.monotonic() + test.round_seconds  # from now, not drifting
+                    self.progress.event(
+                        "round_started", test=test, round=n, seconds=test.round_seconds
+                    )
+                cur.sampler = CounterSampler(
+                    self.target,
+                    test.points,
+                    lambda fig: self.progress.event("fio_status", test=test, **fig.to_dict()),
+                    startup=FIO_STARTUP if cur.follows is None else 0.0,
                 )
-                raise
-            written = written_bytes(points)
-            total_written += written
-            record = Round(
-                test=test.name,
-                round=n,
-                segment=segment,
-                started=run.started,
-                ended=run.started + run.seconds,
-                fio=run.call(),
-                points=tuple(points),
-                tracking=values,
-                written_bytes=written,
-                total_written_bytes=total_written,
-            )
-            self.store.save_round(test.name, record, run.stdout, text)
-            record = self._temperature(test, thermal, record)
-            rounds.append(record)
-            verdicts = self._verdicts(test, rounds, segment)
-            self.progress.event(
-                "round_done",
-                test=test,
-                round=n,
-                tracking=values,
-                verdicts=verdicts,
-                total_written=total_written,
-            )
+                ahead = self._await(test, cur, rounds, segment, total_written, started)
+                run = self._collect(test, cur)
+                cur.last_done = _last_point_done(cur, test.points[-1])
+                began = run.started
+                if cur.follows is not None:
+                    # it began when the round before it ended its last point
+                    began = cur.follows.last_done or began
+                    cur.follows = None
+                    if self._idle_gap(test, rounds, segment, began):
+                        # released long after the round before it ended (nothing in tkbench
+                        # waits that long; the machine stood still): the drive may have
+                        # recovered before it, so it is no round of this segment
+                        self._discard(test, cur, "it began after an idle gap")
+                        if ahead is not None:
+                            self._discard(test, ahead, f"round {n} was discarded")
+                            ahead = None
+                        cur = None
+                        continue
+                record = self._round_record(test, n, segment, run, cur.text, began, total_written)
+                self.store.save_round(test.name, record, run.stdout, cur.text)
+                # read once the round is stored (the next round, started ahead, runs)
+                record = self._temperature(test, thermal, record)
+                total_written = int(record.total_written_bytes)
+                rounds.append(record)
+                cur = None  # stored; ``ahead`` (if any) still knows when it ended
+                self.progress.event(
+                    "round_done",
+                    test=test,
+                    round=n,
+                    tracking=record.tracking,
+                    verdicts=self._verdicts(test, rounds, segment),
+                    total_written=total_written,
+                )
+        finally:
+            # an error or an interrupt: the fio of the round under way, and of one started
+            # ahead of it, are stopped; neither is stored (a later resume runs them anew)
+            for r in (cur, ahead):
+                if r is not None:
+                    r.process.stop()
+                    if r.sampler is not None:
+                        r.sampler.stop()
+                    shutil.rmtree(r.workdir, ignore_errors=True)
         self._finish(test, rounds, segment, total_written, reason)
+
+    def _start_round(
+        self,
+        test: PlannedTest,
+        n: int,
+        rounds: Sequence[Round],
+        after: _RoundRun | None = None,
+    ) -> _RoundRun:
+        """Start round ``n``'s fio: at once, or ``after`` a round that still runs, held at
+        its start until that round's last point is over."""
+        handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
+        now = time.monotonic()
+        follow = None
+        if after is not None:
+            assert handoff is not None and after.handoff is not None
+            shift = max(0.0, after.end_eta - now)
+            follow = jobfile.Follow(after.handoff.directory, test.points[-1], shift)
+        else:
+            shift = FIO_STARTUP
+        text = self._round_text(test, handoff, rounds, follow)
+        workdir, path = self._jobfile(text)
+        timeout = shift + test.round_seconds + self.options.fio_timeout_margin
+        try:
+            process = self.runner.start(
+                path, workdir, json_plus=test.spec.histogram, timeout=timeout
+            )
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        return _RoundRun(
+            number=n,
+            text=text,
+            handoff=handoff,
+            process=process,
+            workdir=workdir,
+            end_eta=now + shift + test.round_seconds,
+            follows=after,
+        )
+
+    def _may_start_ahead(
+        self,
+        test: PlannedTest,
+        cur: _RoundRun,
+        rounds: list[Round],
+        segment: int,
+        total_written: int,
+        started: float,
+    ) -> bool:
+        """Whether the round after ``cur`` is started while ``cur`` runs: not without the
+        hand-off (fio servers); not for a test with sequential points, whose streams
+        start where the *stored* rounds left them (docs/methodology.md); not when ``cur``
+        is certainly the test's last (a round or repetition limit)."""
+        if not self.options.back_to_back or cur.handoff is None:
+            return False
+        if any(p.pattern == "sequential" for p in test.points):
+            return False
+        standing = Standing(
+            rounds=rounds,
+            segment=segment,
+            total_written=total_written,
+            started=started,
+            now=time.time(),
+            capacity=self.target.capacity,
+        )
+        record = self._record(test)
+        return not kind_of(record).next_is_last(record, standing)
+
+    def _await(
+        self,
+        test: PlannedTest,
+        cur: _RoundRun,
+        rounds: list[Round],
+        segment: int,
+        total_written: int,
+        started: float,
+    ) -> _RoundRun | None:
+        """While ``cur`` runs: start the next round ``START_AHEAD`` seconds before ``cur``
+        is expected to end (at once for a shorter round), or None when no round is
+        started ahead (see ``_may_start_ahead``) or ``cur`` ended before that."""
+        if not self._may_start_ahead(test, cur, rounds, segment, total_written, started):
+            return None
+        due = cur.end_eta - START_AHEAD
+        while not cur.process.finished():
+            left = due - time.monotonic()
+            if left <= 0:
+                self.progress.event("round_started_ahead", test=test, round=cur.number + 1)
+                return self._start_round(test, cur.number + 1, rounds, after=cur)
+            time.sleep(min(POLL, left))
+        return None
+
+    def _collect(self, test: PlannedTest, cur: _RoundRun) -> FioRun:
+        """Wait for a round's fio; a failed run is kept in ``failed/`` and raised."""
+        try:
+            return cur.process.wait()
+        except FioFailed as exc:
+            info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
+            self.store.save_failure(
+                test.name,
+                f"round-{cur.number:04d}-{int(time.time())}",
+                exc.run.stdout,
+                cur.text,
+                info,
+            )
+            raise
+        finally:
+            if cur.sampler is not None:
+                cur.sampler.stop()
+            shutil.rmtree(cur.workdir, ignore_errors=True)
+
+    def _discard(self, test: PlannedTest, r: _RoundRun, why: str) -> None:
+        """Stop a round started ahead (if still running) and forget it: its output is
+        never read, nothing of it is stored or counted."""
+        r.process.stop()
+        if r.sampler is not None:
+            r.sampler.stop()
+        shutil.rmtree(r.workdir, ignore_errors=True)
+        self.store.log(f"test {test.name}: round {r.number}, started ahead, discarded: {why}")
+        self.progress.event("round_discarded", test=test, round=r.number, reason=why)
+
+    def _round_record(
+        self,
+        test: PlannedTest,
+        n: int,
+        segment: int,
+        run: FioRun,
+        text: str,
+        began: float,
+        total_before: int,
+    ) -> Round:
+        assert run.output is not None
+        try:
+            points = summarize_round(test.points, run.output, with_bins=test.spec.histogram)
+            values = tracking_values(points, test.tracking)
+        except TkbenchError as exc:
+            info = Failure(test=test.name, error=str(exc), fio=run.call())
+            self.store.save_failure(
+                test.name, f"round-{n:04d}-{int(time.time())}", run.stdout, text, info
+            )
+            raise
+        written = written_bytes(points)
+        return Round(
+            test=test.name,
+            round=n,
+            segment=segment,
+            started=began,
+            ended=run.started + run.seconds,
+            fio=run.call(),
+            points=tuple(points),
+            tracking=values,
+            written_bytes=written,
+            total_written_bytes=total_before + written,
+        )
 
     def _finish(
         self,
@@ -548,17 +741,9 @@ class Engine:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
         tkbench was stopped) lets the drive recover: start a new segment, after
         preconditioning again, so no steady-state window spans the gap."""
-        if (
-            not rounds
-            or not kind_named(test.spec.kind).idle_starts_segment
-            or segment_of(rounds[-1]) != segment
-        ):
-            # no rounds, or a segment a resume has just begun (after preconditioning
-            # again): the gap before it is already dealt with
+        if not self._idle_gap(test, rounds, segment, time.time()):
             return segment
         gap = time.time() - rounds[-1].ended
-        if gap <= max(self.options.resume_gap, IDLE_GAP_MIN):
-            return segment
         segment += 1
         self.store.log(
             f"test {test.name}: {gap:.0f} s idle since round {rounds[-1].round}; "
@@ -570,6 +755,20 @@ class Engine:
         if test.precondition is not None:
             self._precondition(test, segment)
         return segment
+
+    def _idle_gap(self, test: PlannedTest, rounds: list[Round], segment: int, at: float) -> bool:
+        """Whether a round beginning at ``at`` (epoch seconds) follows the last stored
+        round after an idle gap the drive could have recovered in: longer than
+        ``resume_gap`` and than IDLE_GAP_MIN, for a kind whose idle gaps begin a segment."""
+        if (
+            not rounds
+            or not kind_named(test.spec.kind).idle_starts_segment
+            or segment_of(rounds[-1]) != segment
+        ):
+            # no rounds, or a segment a resume has just begun (after preconditioning
+            # again): the gap before it is already dealt with
+            return False
+        return at - rounds[-1].ended > max(self.options.resume_gap, IDLE_GAP_MIN)
 
     def _handoff_dir(self) -> Path:
         return self._scratch(f"handoff-{time.monotonic_ns()}")
@@ -609,13 +808,19 @@ class Engine:
 class CounterSampler:
     """Live figures of a round from the target device's kernel counters, every
     :data:`STATUS_INTERVAL` seconds, for the point the schedule says is running
-    (fio's start-up of about half a second is not counted).  Targets without a
+    (``startup``, fio's start-up of about half a second, is not counted; a round
+    started ahead has none left when it is taken up).  Targets without a
     block device of this kernel (NBD) give none."""
 
     def __init__(
-        self, target: Target, points: Sequence[Point], show: Callable[[LiveFigures], None]
+        self,
+        target: Target,
+        points: Sequence[Point],
+        show: Callable[[LiveFigures], None],
+        startup: float = FIO_STARTUP,
     ) -> None:
         self.target, self.points, self.show = target, points, show
+        self.startup = startup  # seconds from now to the round's first I/O, about
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if target.io_counters() is not None:
@@ -627,7 +832,7 @@ class CounterSampler:
         last = self.target.io_counters()
         while not self._stop.wait(STATUS_INTERVAL):
             now, counters = time.monotonic(), self.target.io_counters()
-            point = point_at(self.points, now - t0 - FIO_STARTUP)
+            point = point_at(self.points, now - t0 - self.startup)
             if last is not None and counters is not None and point is not None:
                 fig = counter_figures(last, counters, now - last_t, point.label)
                 if fig is not None:
@@ -639,6 +844,30 @@ class CounterSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+@dataclass
+class _RoundRun:
+    """A round's fio under way: started when its turn came, or ahead of time, after
+    the round ``follows`` (then held at its start by the hand-off)."""
+
+    number: int
+    text: str  # its job file
+    handoff: jobfile.Handoff | None
+    process: FioProcess
+    workdir: Path
+    end_eta: float  # time.monotonic() at which its last point is expected to end
+    follows: _RoundRun | None = None
+    sampler: CounterSampler | None = None
+    last_done: float | None = None  # epoch seconds its last point ended (once known)
+
+
+def _last_point_done(r: _RoundRun, last: Point) -> float | None:
+    """When the last point of a finished round ended: the time its clones left their
+    hand-off markers (None without markers: no hand-off, or a fake fio)."""
+    if r.handoff is None:
+        return None
+    return markers_time(r.handoff.directory, last.index)
 
 
 def _written(rounds: list[Round]) -> int:

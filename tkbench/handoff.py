@@ -10,6 +10,10 @@ I/O has completed.  tkbench uses both:
   all clones of point *i* have left their marker, then returns, and fio starts
   the point's I/O at once.
 
+The same hand-off joins two rounds: the next round's fio is started while a
+round runs, and its first point waits for the markers the current round's last
+point leaves in the current round's directory (tkbench.jobfile.Follow).
+
 ``startdelay`` brings each point's threads up ahead of time, so the wait is
 all that separates two points: the next point can never overlap the previous
 one, and the idle time is the hand-off alone (a few ms, measured by
@@ -42,6 +46,20 @@ IN_MOVED_TO = 0x80
 def count(directory: str, point: int) -> int:
     prefix = f"done.{point}."
     return sum(1 for name in os.listdir(directory) if name.startswith(prefix))
+
+
+def markers_time(directory: str, point: int) -> float | None:
+    """When the last clone of ``point`` left its marker (epoch seconds, the markers'
+    modification time), or None if there is none: for tkbench, the moment the
+    point's I/O was over."""
+    prefix = f"done.{point}."
+    times = []
+    try:
+        with os.scandir(directory) as entries:
+            times = [e.stat().st_mtime_ns for e in entries if e.name.startswith(prefix)]
+    except OSError:
+        return None
+    return max(times) / 1e9 if times else None
 
 
 def _inotify(directory: str) -> int | None:

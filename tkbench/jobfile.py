@@ -7,6 +7,10 @@ loop polls at that period, so points overlap or idle).  Instead, ``startdelay``
 brings each point's threads up ``LEAD`` seconds early and ``exec_prerun`` runs
 :mod:`tkbench.handoff`, which releases the point the moment the previous one is
 over (see that module and docs/methodology.md for the measurements).
+
+Rounds hand over the same way: the engine starts the next round's fio while the
+current round runs, and that round's first point waits for the markers of the
+current round's last point (:class:`Follow`).
 """
 
 from __future__ import annotations
@@ -51,7 +55,9 @@ class Handoff:
     python: str = sys.executable
     timeout_margin: float = 60.0  # beyond the previous point's runtime
 
-    def prerun(self, prev: Point) -> str:
+    def prerun(self, prev: Point, directory: str | None = None) -> str:
+        """Wait for every clone of ``prev`` to leave its marker in ``directory`` (this
+        hand-off's own, or for a round's first point the previous round's)."""
         script = str(Path(__file__).with_name("handoff.py"))
         timeout = prev.runtime * 1.5 + self.timeout_margin
         args = [
@@ -59,7 +65,7 @@ class Handoff:
             "-S",
             "-I",
             script,
-            self.directory,
+            directory or self.directory,
             str(prev.index),
             str(prev.numjobs),
             f"{timeout:.0f}",
@@ -70,6 +76,18 @@ class Handoff:
     def postrun(self, point: Point) -> str:
         # ':' is a shell builtin: the marker costs no exec; $$ is unique per clone.
         return f": > {shlex.quote(self.directory)}/done.{point.index}.$$"
+
+
+@dataclass(frozen=True)
+class Follow:
+    """A round started while the previous round still runs (docs/methodology.md,
+    "Rounds back to back"): its first point waits for the previous round's last
+    point to leave its markers, and its schedule begins ``shift`` seconds after
+    its fio starts, when the previous round is expected to end."""
+
+    directory: str  # the previous round's hand-off directory
+    last: Point  # the previous round's last point
+    shift: float  # seconds from this round's fio start to the previous round's expected end
 
 
 def _escape(value: str) -> str:
@@ -226,14 +244,19 @@ def render_round(
     handoff: Handoff | None = None,
     extra_global: Mapping[str, object] | None = None,
     starts: Mapping[str, int] | None = None,
+    follow: Follow | None = None,
 ) -> str:
     """The job file of one round: one section per point, run back to back.
 
     Without ``handoff`` the points are only scheduled by ``startdelay`` (for
     ``tkbench plan``'s display and for fio servers that cannot run the helper).
-    ``starts`` (:func:`stream_starts`) places each sequential point's stream; a
-    point without one starts at the beginning of its region (the first round).
+    With it every point leaves its markers, the last one too, so that a round
+    started ahead (``follow``) can take over from this one.  ``starts``
+    (:func:`stream_starts`) places each sequential point's stream; a point without
+    one starts at the beginning of its region (the first round).
     """
+    if follow is not None and handoff is None:
+        raise ValueError("a round that follows another needs the hand-off")
     g = global_options(
         target_options,
         active_bytes=active_bytes,
@@ -247,14 +270,18 @@ def render_round(
     lines += _section("global", g)
     prev: Point | None = None
     nominal_starts = schedule(points, 0.0 if handoff is not None else DEFAULT_GUARD + SLACK)
+    shift = follow.shift if follow is not None else 0.0
     for point, nominal in zip(points, nominal_starts, strict=True):
         lines.append("")
         prerun = postrun = None
         delay = nominal
         if handoff is not None:
-            delay = max(0.0, nominal - LEAD)
-            prerun = handoff.prerun(prev) if prev is not None else None
-            postrun = handoff.postrun(point) if point is not points[-1] else None
+            delay = max(0.0, shift + nominal - LEAD)
+            if prev is not None:
+                prerun = handoff.prerun(prev)
+            elif follow is not None:
+                prerun = handoff.prerun(follow.last, follow.directory)
+            postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
         opts = point_options(point, active_bytes, delay, prerun, postrun, start)
         lines += _section(point.job_name, opts)
@@ -302,9 +329,11 @@ def round_jobfile(
     target_options: Mapping[str, object],
     handoff: Handoff | None,
     starts: Mapping[str, int] | None = None,
+    follow: Follow | None = None,
 ) -> str:
     """The job file of one round of a planned test, as the engine runs it; ``starts``
-    from :func:`stream_starts` of the test's rounds so far (none: the first round)."""
+    from :func:`stream_starts` of the test's rounds so far (none: the first round);
+    ``follow`` for a round started while the previous one runs."""
     wl = test.spec.workload
     extra: dict[str, object] = {"lat_percentiles": True}
     if test.spec.fsync:
@@ -321,6 +350,7 @@ def round_jobfile(
         handoff=handoff,
         extra_global=extra,
         starts=starts,
+        follow=follow,
     )
 
 

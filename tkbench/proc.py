@@ -81,34 +81,22 @@ def run(
     if env is not None:
         full_env = dict(os.environ)
         full_env.update(env)
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
+    if on_line is not None:
+        # read as it comes (live figures); the same seam as a child started ahead
+        child = spawn(
+            args, timeout=timeout, env=env, cwd=cwd, on_line=on_line, term_grace=term_grace
         )
-    except FileNotFoundError as exc:
-        raise ToolMissingError(f"required program '{args[0]}' not found") from exc
-    except PermissionError as exc:
-        raise ToolMissingError(f"cannot execute '{args[0]}': permission denied") from exc
+        completed = child.wait()
+        if check and completed.returncode != 0:
+            raise CommandError(args, completed.returncode, completed.stdout, completed.stderr)
+        return completed
+    start = time.monotonic()
+    proc = _popen(args, full_env, cwd, stdin=input_text is not None)
     try:
-        if on_line is None:
-            out, err = proc.communicate(input=input_text, timeout=timeout)
-        else:
-            out, err = _stream(proc, on_line, timeout)
-    except subprocess.TimeoutExpired as exc:
+        out, err = proc.communicate(input=input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
         kill_group(proc)
-        if on_line is None:
-            out, err = proc.communicate()
-        else:
-            out, err = str(exc.output or ""), str(exc.stderr or "")
+        out, err = proc.communicate()
         raise CommandError(args, None, out, err, reason=f"timed out after {timeout:g} s") from None
     except BaseException:
         stop_group(proc, term_grace)
@@ -119,49 +107,139 @@ def run(
     return done
 
 
-def _stream(
-    proc: subprocess.Popen[str], on_line: Callable[[str], None], timeout: float | None
-) -> tuple[str, str]:
-    """Wait for ``proc`` like communicate(), passing each stdout line on as it comes."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out: list[str] = []
-    err: list[str] = []
-    stdout, stderr = proc.stdout, proc.stderr
-
-    def read_out() -> None:
-        for line in stdout:
-            out.append(line)
-            with contextlib.suppress(Exception):
-                on_line(line)
-
-    def read_err() -> None:
-        err.append(stderr.read())
-
-    readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
-    for t in readers:
-        t.start()
-
-    def finish() -> None:  # the readers end once the process group is gone
-        for t in readers:
-            t.join()
-        stdout.close()
-        stderr.close()
-
+def _popen(
+    args: list[str], env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None, stdin: bool
+) -> subprocess.Popen[str]:
     try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        proc.wait()
-        finish()
-        raise subprocess.TimeoutExpired(
-            proc.args, timeout or 0.0, output="".join(out), stderr="".join(err)
-        ) from None
-    except BaseException:  # Ctrl-C, SIGTERM: stop fio first, or the readers never end
-        stop_group(proc, 5.0)
-        finish()
-        raise
-    finish()
-    return "".join(out), "".join(err)
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolMissingError(f"required program '{args[0]}' not found") from exc
+    except PermissionError as exc:
+        raise ToolMissingError(f"cannot execute '{args[0]}': permission denied") from exc
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = 600.0,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    term_grace: float = 5.0,
+) -> Running:
+    """Start ``argv`` and return at once; :meth:`Running.wait` collects it.
+
+    For a child that must be under way before the caller can wait for it (the
+    next round's fio, held at its start while the current round runs).  Its
+    stdout and stderr are read as they come (``on_line`` gets every stdout line),
+    so it never blocks on a full pipe; ``timeout`` counts from now.
+    """
+    args = [str(a) for a in argv]
+    if not args:
+        raise ValueError("empty command")
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    return Running(args, _popen(args, full_env, cwd, stdin=False), timeout, on_line, term_grace)
+
+
+class Running:
+    """A child started by :func:`spawn`, in a process group of its own."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        proc: subprocess.Popen[str],
+        timeout: float | None,
+        on_line: Callable[[str], None] | None,
+        term_grace: float,
+    ) -> None:
+        self.argv = argv
+        self.proc = proc
+        self.timeout = timeout
+        self.term_grace = term_grace
+        self._t0 = time.monotonic()
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._closed = False
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout, stderr = proc.stdout, proc.stderr
+
+        def read_out() -> None:
+            for line in stdout:
+                self._out.append(line)
+                if on_line is not None:
+                    with contextlib.suppress(Exception):
+                        on_line(line)
+
+        def read_err() -> None:
+            self._err.append(stderr.read())
+
+        self._readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+        for t in self._readers:
+            t.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def finished(self) -> bool:
+        return self.proc.poll() is not None
+
+    def wait(self) -> Completed:
+        """Wait until the child ends.  Past its timeout its process group is killed and
+        :class:`CommandError` raised; on any exception (Ctrl-C, SIGTERM) the group is
+        stopped first (SIGTERM, SIGKILL after ``term_grace``)."""
+        left = None
+        if self.timeout is not None:
+            left = max(0.0, self._t0 + self.timeout - time.monotonic())
+        try:
+            self.proc.wait(left)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)
+            self.proc.wait()
+            out, err = self._collect()
+            raise CommandError(
+                self.argv, None, out, err, reason=f"timed out after {self.timeout:g} s"
+            ) from None
+        except BaseException:  # stop fio first, or the readers never end
+            self.stop()
+            raise
+        out, err = self._collect()
+        return Completed(self.argv, self.proc.returncode, out, err, time.monotonic() - self._t0)
+
+    def stop(self) -> None:
+        """Stop the child and its process group (SIGTERM, SIGKILL after ``term_grace``)
+        if it still runs; what it printed is dropped.  Safe to call more than once."""
+        if self._closed:
+            return  # collected: its process group is gone (and its id may be reused)
+        if self.proc.poll() is None:
+            stop_group(self.proc, self.term_grace)
+        else:
+            kill_group(self.proc)  # stragglers of the group (fio's helpers)
+        self._collect()
+
+    def _collect(self) -> tuple[str, str]:
+        """Join the readers (they end once the process group is gone) and close the pipes."""
+        if not self._closed:
+            for t in self._readers:
+                t.join()
+            assert self.proc.stdout is not None and self.proc.stderr is not None
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+            self._closed = True
+        return "".join(self._out), "".join(self._err)
 
 
 def stop_group(proc: subprocess.Popen[str], grace: float) -> None:

@@ -64,8 +64,35 @@ class FioFailed(DeviceError):
 STATUS_INTERVAL = 5
 
 
+class FioProcess(Protocol):
+    """A fio process started by :meth:`FioRunner.start` and not yet collected."""
+
+    def finished(self) -> bool: ...
+
+    def wait(self) -> FioRun:
+        """Its result once it ends; :class:`FioFailed` for a failed run."""
+        ...
+
+    def stop(self) -> None:
+        """Stop it (its whole process group) and drop what it printed; idempotent."""
+        ...
+
+
 class FioRunner(Protocol):
     def version(self) -> str: ...
+
+    def start(
+        self,
+        jobfile: Path,
+        workdir: Path,
+        *,
+        json_plus: bool,
+        timeout: float,
+        expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,
+    ) -> FioProcess:
+        """Start fio on a job file and return at once (``timeout`` counts from now)."""
+        ...
 
     def run(
         self,
@@ -134,17 +161,58 @@ class LocalFio:
         """Run a job file.  With ``on_line``, fio reports its status every
         :data:`STATUS_INTERVAL` s and each line reaches ``on_line`` as it comes; of
         those reports only the final one is kept as the run's output."""
+        return self.start(
+            jobfile, workdir, json_plus=json_plus, timeout=timeout, expect_io=expect_io,
+            on_line=on_line,
+        ).wait()  # fmt: skip
+
+    def start(
+        self,
+        jobfile: Path,
+        workdir: Path,
+        *,
+        json_plus: bool,
+        timeout: float,
+        expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,
+    ) -> LocalFioProcess:
+        """Start fio on a job file (in ``workdir``) and return at once."""
         status = on_line is not None and self.live_status
         argv = self.command(jobfile, json_plus, status)
         started = time.time()
-        t0 = time.monotonic()
+        running = proc.spawn(
+            argv, timeout=timeout, cwd=workdir, on_line=on_line if status else None
+        )
+        return LocalFioProcess(argv, running, started, status, expect_io)
+
+
+class LocalFioProcess:
+    """A fio process of :class:`LocalFio` (or its client mode) under way."""
+
+    def __init__(
+        self, argv: list[str], running: proc.Running, started: float, status: bool, expect_io: bool
+    ) -> None:
+        self.argv, self.running, self.started = argv, running, started
+        self.status, self.expect_io = status, expect_io
+
+    @property
+    def pid(self) -> int:
+        return self.running.pid
+
+    def finished(self) -> bool:
+        return self.running.finished()
+
+    def stop(self) -> None:
+        self.running.stop()
+
+    def wait(self) -> FioRun:
+        argv, started, status = self.argv, self.started, self.status
         try:
-            done = proc.run(
-                argv, timeout=timeout, check=False, cwd=workdir, on_line=on_line if status else None
-            )
+            done = self.running.wait()
         except CommandError as exc:  # timeout
             out = final_report(exc.stdout) if status else exc.stdout
-            run = FioRun(argv, None, out, exc.stderr, time.monotonic() - t0, started)
+            seconds = time.time() - started
+            run = FioRun(argv, None, out, exc.stderr, seconds, started)
             raise FioFailed(str(exc), run) from None
         out = final_report(done.stdout) if status else done.stdout
         run = FioRun(argv, done.returncode, out, done.stderr, done.seconds, started)
@@ -156,7 +224,7 @@ class LocalFio:
                 f"fio failed (exit code {done.returncode}): {why} [command: {' '.join(argv)}]", run
             ) from None
         try:
-            check_jobs(run.output, expect_io=expect_io)
+            check_jobs(run.output, expect_io=self.expect_io)
         except FioJobError as exc:
             raise FioFailed(f"{exc} [command: {' '.join(argv)}]", run) from None
         if done.returncode != 0:

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import plan as planmod
 from . import profile as profilemod
-from .engine import Engine, EngineOptions, Progress, check_resumable, new_manifest
+from .engine import IDLE_GAP_MIN, Engine, EngineOptions, Progress, check_resumable, new_manifest
 from .errors import InputError, Interrupted, RunDirError, SafetyError, TkbenchError
 from .records import Checks, Manifest, TargetRecord
 from .records.base import dump
@@ -36,7 +36,7 @@ class RunRequest:
     resume: Path | None = None
     fio_servers: list[str] = field(default_factory=list)
     command_line: list[str] = field(default_factory=list)
-    resume_gap: float = 300.0
+    resume_gap: float = IDLE_GAP_MIN
     stop: Callable[[], bool] = field(default=lambda: False)
 
 

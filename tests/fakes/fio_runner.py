@@ -15,6 +15,16 @@ document for sections with ``exec_prerun``, completion and total latencies
 latency histogram ``bins``.  It never runs the ``exec_prerun``/``exec_postrun``
 hand-off commands: the points of a fake round do not wait for each other.
 
+``start()`` (the engine's way) returns a :class:`FakeProcess` that "runs" until it
+is waited for or stopped: the script is asked at the start, the answer given (and
+the clock moved on) at ``wait()``, so a round the engine starts ahead of time
+begins, on the fake's clock, when the round before it has been waited for.  A
+stopped process leaves its :class:`Run` in ``discarded`` -- what it would have
+done, never an answer -- and ``running()`` lists the processes neither waited for
+nor stopped.  The engine starts a round ahead a few seconds before the current one
+is expected to end, in real time: tests use sub-second points (tests/_helpers.py
+FAST), so that is at once.
+
 What the I/O looks like comes from a *script*: ``iops(call) -> float``, called for
 every point of every round with a :class:`Call` (the test, the engine's round
 number, the job section and its parameters).  From the IOPS the rest follows:
@@ -47,6 +57,7 @@ from tkbench.runner import FioFailed, FioRun
 from tkbench.units import parse_duration
 
 FIO_VERSION = "fio-3.33"
+FAKE_ARGV0 = "fio (FAKE: tests/fakes/fio_runner.py)"
 # the latency distribution around the mean: (multiple of the mean, share of the I/Os)
 LAT_SHAPE = ((0.4, 0.05), (0.6, 0.10), (0.8, 0.20), (1.0, 0.30), (1.3, 0.20), (1.8, 0.10),
              (3.0, 0.04), (6.0, 0.01))  # fmt: skip
@@ -97,7 +108,7 @@ class _Tracker:
 
     def event(self, kind: str, **info: Any) -> None:
         test = info.get("test")
-        if kind == "round_started":
+        if kind in ("round_started", "round_started_ahead"):
             self.fake.test, self.fake.round = test.name, int(info["round"])
             self.fake.phase = ""
         elif kind in ("phase", "test_started", "test_resumed") and test is not None:
@@ -118,6 +129,14 @@ class Run:
     jobfile: str
     json_plus: bool
     calls: list[Call] = field(default_factory=list)
+    ahead: bool = False  # started ahead: its first point follows another fio's last
+    iops: dict[str, float] = field(default_factory=dict)  # per job section, from the script
+    pause_after: float = 0.0  # seconds the script paused the machine for, after this run
+
+    def written(self) -> int:
+        """Bytes this run writes (or would have written, if it was stopped)."""
+        return sum(round(self.iops[c.job] * c.runtime * (100 - c.read_pct) / 100) * c.bs
+                   for c in self.calls)  # fmt: skip
 
 
 class FakeFio:
@@ -144,7 +163,10 @@ class FakeFio:
         self.test = ""
         self.round = 0
         self.phase = ""  # the engine's last "phase" event since a round started
-        self.runs: list[Run] = []
+        self.runs: list[Run] = []  # runs waited for, in that order
+        self.discarded: list[Run] = []  # runs stopped before they were waited for
+        self.started: list[FakeProcess] = []
+        self.before_wait: Callable[[Run], None] | None = None  # e.g. raise KeyboardInterrupt
         self.events: list[tuple[str, str | None, Any]] = []
         self._pause = 0.0
 
@@ -166,6 +188,20 @@ class FakeFio:
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,  # no live figures from the fake
     ) -> FioRun:
+        return self.start(
+            jobfile, workdir, json_plus=json_plus, timeout=timeout, expect_io=expect_io
+        ).wait()
+
+    def start(
+        self,
+        jobfile: Path,
+        workdir: Path,
+        *,
+        json_plus: bool,
+        timeout: float,
+        expect_io: bool = True,
+        on_line: Callable[[str], None] | None = None,
+    ) -> FakeProcess:
         text = jobfile.read_text(encoding="utf-8")
         sections = parse_jobfile(text)
         glob = sections.pop("global", {})
@@ -175,7 +211,10 @@ class FakeFio:
         if kind == "round" and not self.round:
             raise AssertionError("FakeFio: pass fake.progress to the Engine (progress=...)")
         rnd = self.round if kind == "round" else 0
-        run = Run(self.test, rnd, kind, text, json_plus)
+        outside, self._pause = self._pause, 0.0  # asked for outside any script
+        first = next(iter(sections.values()), {})
+        ahead = kind == "round" and "exec_prerun" in first
+        run = Run(self.test, rnd, kind, text, json_plus, ahead=ahead)
         jobs, preamble, seconds = [], [], 0.0
         for index, (name, opts) in enumerate(sections.items()):
             call = _call(self.test, rnd, name, opts, json_plus)
@@ -187,33 +226,26 @@ class FakeFio:
             else:
                 dur = call.runtime
                 iops = float(self.script(call))
+            run.iops[name] = iops
             errno = self.error(call) if self.error else 0
             jobs.append(job_entry(index, name, opts, call, iops, dur, glob, errno))
             if "exec_prerun" in opts:
                 preamble.append(f"{name} : Saving output of prerun in {name}.prerun.txt")
             seconds += dur
-        self.runs.append(run)
-        started = self.clock.time() if self.clock else _time.time()
-        seconds += self.seconds_per_run
-        if self.clock:  # the run, then any pause after it (not part of the run)
-            self.clock.advance(seconds + self._pause)
-        self._pause = 0.0
-        doc = document(jobs, glob, started)
-        stdout = "".join(line + "\n" for line in preamble) + json.dumps(doc, indent=2) + "\n"
-        fmt = "json+" if json_plus else "json"
-        argv = ["fio (FAKE: tests/fakes/fio_runner.py)", f"--output-format={fmt}", str(jobfile)]
-        result = FioRun(argv, 0, stdout, "", seconds, started, parse(stdout))
-        try:
-            assert result.output is not None
-            check_jobs(result.output, expect_io=expect_io)  # as LocalFio does
-        except FioJobError as exc:
-            result.returncode = 1
-            raise FioFailed(f"{exc} [command: {' '.join(argv)}]", result) from None
-        return result
+        # a pause the script asked for comes after this run, whenever it is waited for
+        run.pause_after, self._pause = self._pause, outside
+        process = FakeProcess(self, run, jobs, glob, preamble, seconds, jobfile, expect_io)
+        self.started.append(process)
+        return process
+
+    def running(self) -> list[FakeProcess]:
+        """Processes started and neither waited for nor stopped."""
+        return [p for p in self.started if p.state == "running"]
 
     # ------------------------------------------------------------ for tests
     def pause(self, seconds: float) -> None:
-        """Let ``seconds`` pass after the current run (a suspended machine, Ctrl-Z)."""
+        """Let ``seconds`` pass after the current run (a suspended machine, Ctrl-Z): from a
+        script, after the run it is asked for; otherwise after the next run waited for."""
         self._pause += seconds
 
     def rounds(self, test: str | None = None) -> list[Run]:
@@ -221,6 +253,60 @@ class FakeFio:
 
     def preconditions(self, test: str | None = None) -> list[Run]:
         return [r for r in self.runs if r.kind == "precondition" and test in (None, r.test)]
+
+
+class FakeProcess:
+    """One fake fio process: "runs" from ``start()`` until ``wait()`` or ``stop()``."""
+
+    def __init__(
+        self,
+        fake: FakeFio,
+        run: Run,
+        jobs: list[dict[str, Any]],
+        glob: Mapping[str, str],
+        preamble: list[str],
+        seconds: float,
+        jobfile: Path,
+        expect_io: bool,
+    ) -> None:
+        self.fake, self.run, self.jobs, self.glob = fake, run, jobs, glob
+        self.preamble, self.seconds, self.jobfile = preamble, seconds, jobfile
+        self.expect_io = expect_io
+        self.state = "running"  # -> "waited" | "stopped"
+
+    def finished(self) -> bool:
+        return self.state != "running"
+
+    def stop(self) -> None:
+        if self.state == "running":
+            self.state = "stopped"
+            self.fake.discarded.append(self.run)
+
+    def wait(self) -> FioRun:
+        if self.state != "running":
+            raise AssertionError(f"FakeFio: wait() on a {self.state} process")
+        fake = self.fake
+        if fake.before_wait is not None:
+            fake.before_wait(self.run)
+        self.state = "waited"
+        fake.runs.append(self.run)
+        started = fake.clock.time() if fake.clock else _time.time()
+        seconds = self.seconds + fake.seconds_per_run
+        if fake.clock:  # the run, then any pause after it (not part of the run)
+            fake.clock.advance(seconds + self.run.pause_after + fake._pause)
+        fake._pause = 0.0
+        doc = document(self.jobs, self.glob, started)
+        stdout = "".join(line + "\n" for line in self.preamble) + json.dumps(doc, indent=2) + "\n"
+        fmt = "json+" if self.run.json_plus else "json"
+        argv = [FAKE_ARGV0, f"--output-format={fmt}", str(self.jobfile)]
+        result = FioRun(argv, 0, stdout, "", seconds, started, parse(stdout))
+        try:
+            assert result.output is not None
+            check_jobs(result.output, expect_io=self.expect_io)  # as LocalFio does
+        except FioJobError as exc:
+            result.returncode = 1
+            raise FioFailed(f"{exc} [command: {' '.join(argv)}]", result) from None
+        return result
 
 
 # --------------------------------------------------------------------------- job files

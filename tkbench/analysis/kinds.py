@@ -71,6 +71,12 @@ class TestKind:
         """Why the test stops now (recorded in its result), or None to run a round."""
         raise NotImplementedError
 
+    def next_is_last(self, plan: TestPlan, p: Standing) -> bool:
+        """Whether a round run after ``p.rounds`` is certainly the test's last, whatever
+        it measures (a round or repetition limit): the engine then starts no further
+        round ahead of it.  False when only its measurement can tell."""
+        return False
+
     def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         """Round numbers of the measurement window, from the last segment's rounds."""
         return tuple(r.round for r in segment[-plan.rounds.window :])
@@ -121,6 +127,11 @@ class Steady(TestKind):
         if len(p.rounds) >= ROUND_CAP * limit:
             return f"at most {ROUND_CAP * limit} rounds over all segments"
         return None
+
+    def next_is_last(self, plan: TestPlan, p: Standing) -> bool:
+        limit = plan.rounds.max
+        after = len(segment_rounds(p.rounds, p.segment)) + 1
+        return after >= limit or len(p.rounds) + 1 >= ROUND_CAP * limit
 
     def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         verdicts = segment_verdicts(plan, segment)
@@ -192,6 +203,9 @@ class Fixed(TestKind):
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
         repeat = plan.repeat
         return f"{repeat} repetition(s) done" if len(p.rounds) >= repeat else None
+
+    def next_is_last(self, plan: TestPlan, p: Standing) -> bool:
+        return len(p.rounds) + 1 >= plan.repeat
 
     def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         return tuple(r.round for r in segment)

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="purge, precondition and run rounds to steady state (DESTROYS the target's data)",
         description="Run a profile on a target.  Every completed round is stored in the run "
-        "directory before the next starts; --resume continues an interrupted run.  With "
+        "directory before its results are used; --resume continues an interrupted run.  With "
         "several --target, one independent run per target, in parallel, below --out; the "
         "exit code is the worst of theirs (130 > 5 > 4 > 3 > 2 > 1 > 0).",
     )
@@ -174,9 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--resume-gap",
         type=number(0, 30 * 86400, unit=" s"),
-        default=300.0,
+        default=1.0,  # engine.IDLE_GAP_MIN (not imported: --help stays quick)
         metavar="SECONDS",
-        help="idle time after which a resumed test is preconditioned again (default 300)",
+        help="idle time after a test's last round after which its rounds do not simply "
+        "continue: a steady-state test is preconditioned again and begins a new segment, "
+        "write saturation restarts (default 1: more than the ~0.5 s tkbench leaves "
+        "between rounds itself; see docs/resume.md)",
     )
     p.add_argument(
         "--fio-server",

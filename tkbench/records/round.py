@@ -116,6 +116,8 @@ class Round(Record):
     tracking: Mapping[str, float]  # tracking variable label -> its value this round
     test: str = ""
     segment: int = 1
+    # epoch seconds: when the round began (its fio's start, or for a round started
+    # ahead the end of the previous round's last point) and when its fio ended
     started: float = 0.0
     ended: float = 0.0
     fio: FioCall = field(default_factory=FioCall)
