@@ -15,7 +15,10 @@
 #
 # What it does:
 #   * the newest RESULTS_DIR/run-* that is not complete (the rig crashed or
-#     rebooted, the run was stopped) is resumed: `tkbench run --resume`;
+#     rebooted, the run was stopped) is resumed: `tkbench run --resume`, which
+#     keeps the finished tests and the interrupted test's rounds and, after the
+#     idle, preconditions that test again (write saturation: starts it over;
+#     docs/resume.md);
 #   * otherwise a new RESULTS_DIR/run-YYYYmmdd-HHMMSS starts with the options
 #     given after RESULTS_DIR;
 #   * either way the JSON summary goes to RUN/summary.json, the PASS/FAIL checks
