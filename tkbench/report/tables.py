@@ -4,12 +4,12 @@ table with pooled percentiles, and the response-time histograms (pure)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..analysis.window import DIRECTIONS, PointMean, find_point, merge_bins
+from ..analysis.window import DIRECTIONS, DirMean, PointMean, find_point, merge_bins
 from ..fiojson import percentile_from_bins
 from ..records import Round, TestPlan
 from ..units import format_size
@@ -82,7 +82,26 @@ def percentile_names(plan: TestPlan, means: Mapping[tuple[int, int], PointMean])
 def latency_rows(
     plan: TestPlan, means: Mapping[tuple[int, int], PointMean], names: Sequence[str]
 ) -> tuple[LatencyRow, ...]:
-    rows = []
+    return tuple(
+        LatencyRow(
+            bs=format_size(bs),
+            mix=mix_label(m),
+            direction=direction,
+            iops=d.iops,
+            mean_ms=d.mean_ms,
+            max_ms=d.max_ms,
+            percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
+            samples=d.samples,
+        )
+        for bs, m, direction, d in measured_directions(plan, means)
+    )
+
+
+def measured_directions(
+    plan: TestPlan, means: Mapping[tuple[int, int], PointMean]
+) -> Iterator[tuple[int, int, str, DirMean]]:
+    """(block size, read %, direction, its window means) of every planned point's
+    direction that did I/O in the window, in the plan's order (sizes, then mixes)."""
     for bs in plan.block_sizes:
         for m in plan.mixes:
             pm = means.get((bs, m))
@@ -90,21 +109,8 @@ def latency_rows(
                 continue
             for direction in DIRECTIONS:
                 d = pm.directions.get(direction)
-                if d is None:
-                    continue
-                rows.append(
-                    LatencyRow(
-                        bs=format_size(bs),
-                        mix=mix_label(m),
-                        direction=direction,
-                        iops=d.iops,
-                        mean_ms=d.mean_ms,
-                        max_ms=d.max_ms,
-                        percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
-                        samples=d.samples,
-                    )
-                )
-    return tuple(rows)
+                if d is not None:
+                    yield bs, m, direction, d
 
 
 def log_histogram(
@@ -128,34 +134,25 @@ def histograms(
     means: Mapping[tuple[int, int], PointMean],
 ) -> tuple[Histogram, ...]:
     out = []
-    for bs in plan.block_sizes:
-        for m in plan.mixes:
-            pm = means.get((bs, m))
-            if pm is None:
-                continue
-            for direction in DIRECTIONS:
-                dirs = [
-                    getattr(p, direction)
-                    for r in records
-                    if (p := find_point(r, bs, m)) is not None
-                ]
-                bins = merge_bins(dirs)
-                dm = pm.directions.get(direction)
-                if not bins or dm is None:
-                    continue
-                edges, counts = log_histogram(bins)
-                out.append(
-                    Histogram(
-                        point=f"{format_size(bs)} {mix_label(m)}",
-                        bs=format_size(bs),
-                        mix=mix_label(m),
-                        direction=direction,
-                        edges_ms=edges,
-                        counts=counts,
-                        total=sum(bins.values()),
-                        mean_ms=dm.mean_ms,
-                        p9999_ms=percentile_from_bins(bins, 99.99) / MS,
-                        max_ms=dm.max_ms,
-                    )
-                )
+    for bs, m, direction, dm in measured_directions(plan, means):
+        bins = merge_bins(
+            getattr(p, direction) for r in records if (p := find_point(r, bs, m)) is not None
+        )
+        if not bins:
+            continue
+        edges, counts = log_histogram(bins)
+        out.append(
+            Histogram(
+                point=f"{format_size(bs)} {mix_label(m)}",
+                bs=format_size(bs),
+                mix=mix_label(m),
+                direction=direction,
+                edges_ms=edges,
+                counts=counts,
+                total=sum(bins.values()),
+                mean_ms=dm.mean_ms,
+                p9999_ms=percentile_from_bins(bins, 99.99) / MS,
+                max_ms=dm.max_ms,
+            )
+        )
     return tuple(out)
