@@ -9,7 +9,35 @@ FAST = [
     "tests.latency.point_runtime=0.2s",
     "tests.wsat.point_runtime=0.2s",
     "precondition.capacity_multiple=1.0",
+    # the tests beyond the basic four: fractions of a second, two wait states, a 2 x 2 grid
+    "tests.hir.point_runtime=0.2s",
+    'tests.hir.wait_states=["0.3s", "0.6s"]',
+    "tests.hir.bursts=2",
+    "tests.hir.burst=0.3s",
+    "tests.hir.baseline=0.4s",
+    "tests.hir.sample=0.1s",
+    "tests.hir.rounds.max=4",
+    "tests.hir.rounds.window=2",
+    'tests.xsr.groups=["128k sequential 1s", "4k random 1s", "128k sequential 1s"]',
+    "tests.xsr.sample=0.2s",
+    *(
+        f"tests.{t}.{k}"
+        for t in ("cbw", "dirth")
+        for k in (
+            "point_runtime=0.2s",
+            "threads=[2, 1]",
+            "iodepths=[2, 1]",
+            "prewrite=0.2s",
+            "operating_prewrite=0.2s",
+            "operating_runtime=0.3s",
+            "rounds.max=3",
+            "rounds.window=2",
+        )
+    ),
 ]
+
+# The tests beyond the basic four switched off (they have their own tests)
+STAGED_OFF = [f"tests.{t}.enabled=false" for t in ("hir", "xsr", "cbw", "dirth")]
 
 # The smallest run with a steady-state window: two IOPS rounds, no other test.
 TWO_IOPS_ROUNDS = [
@@ -18,6 +46,7 @@ TWO_IOPS_ROUNDS = [
     "tests.throughput.enabled=false",
     "tests.latency.enabled=false",
     "tests.wsat.enabled=false",
+    *STAGED_OFF,
 ]
 
 

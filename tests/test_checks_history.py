@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGED_OFF, sets
 from tkbench import analysis, cli
 from tkbench.report import build_report
 from tkbench.store import load_run
@@ -23,6 +23,7 @@ ONLY_IOPS = [
     "tests.throughput.enabled=false",
     "tests.latency.enabled=false",
     "tests.wsat.enabled=false",
+    *STAGED_OFF,
 ]
 
 

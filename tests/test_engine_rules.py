@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import merged
+from tests._helpers import STAGED_OFF, merged
 from tests.fakes.fio_runner import Call, FakeClock, FakeFio, Run, parse_jobfile
 from tkbench import engine as engine_mod
 from tkbench import plan as planmod
@@ -34,9 +34,9 @@ from tkbench.target import open_target
 
 MiB = 1024 * 1024
 ONLY_IOPS = ["tests.throughput.enabled=false", "tests.latency.enabled=false"]
-ONLY_IOPS += ["tests.wsat.enabled=false"]
+ONLY_IOPS += ["tests.wsat.enabled=false", *STAGED_OFF]
 ONLY_WSAT = ["tests.iops.enabled=false", "tests.throughput.enabled=false"]
-ONLY_WSAT += ["tests.latency.enabled=false"]
+ONLY_WSAT += ["tests.latency.enabled=false", *STAGED_OFF]
 STEADY = 10_000.0
 
 
@@ -552,7 +552,7 @@ def test_no_round_is_started_ahead_where_it_cannot_follow_safely(tmp_path: Path,
     fake, options = FakeFio(never_steady), {}
     if why == "sequential":
         sets = ["tests.iops.enabled=false", "tests.latency.enabled=false"]
-        sets += ["tests.wsat.enabled=false", "tests.throughput.rounds.max=3"]
+        sets += ["tests.wsat.enabled=false", "tests.throughput.rounds.max=3", *STAGED_OFF]
         sets += ["tests.throughput.rounds.window=3"]
     elif why == "fio server":
         fake = FakeFio(never_steady, hosts=("sock:/nowhere",))

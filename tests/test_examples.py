@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGED_OFF, sets
 from tkbench import cli
 from tkbench.profile import load as load_profile
 from tkbench.store import load_run
@@ -30,6 +30,7 @@ SMALL = sets(
     "tests.throughput.enabled=false",
     "tests.latency.enabled=false",
     "tests.wsat.enabled=false",
+    *STAGED_OFF,
 )
 
 

@@ -272,7 +272,8 @@ def test_plan_of_several_drives_prints_each_and_warns_of_oversubscription(
     doc = json.loads(got.out)
     assert [d["target"] for d in doc["drives"]] == [str(tmp_path / n) for n in ("a.img", "b.img")]
     assert doc["drives"][0]["plan"]["tests"]
-    jobs = max(p["numjobs"] for p in doc["drives"][0]["plan"]["tests"][0]["points"])
+    tests = doc["drives"][0]["plan"]["tests"]
+    jobs = max(p["numjobs"] for t in tests for p in t["points"])
     want = f"oversubscribed: {2 * jobs} fio jobs at once ({jobs} + {jobs}) on 1 CPU core"
     assert want in doc["warnings"][0]
     assert "tkbench: warning: the host is oversubscribed" in got.err

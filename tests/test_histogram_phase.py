@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import FakeClock, FakeFio
 from tests.test_engine_rules import new_engine, resumed_engine
 from tkbench import cli, profile, store
@@ -28,7 +28,7 @@ from tkbench.store import load_run
 
 GIB = 1024**3
 ONLY_LATENCY = ["tests.iops.enabled=false", "tests.throughput.enabled=false"]
-ONLY_LATENCY += ["tests.wsat.enabled=false", "tests.latency.rounds.max=3"]
+ONLY_LATENCY += ["tests.wsat.enabled=false", "tests.latency.rounds.max=3", *STAGED_OFF]
 ONLY_LATENCY += ["tests.latency.rounds.window=3", "tests.latency.response_histogram=2s"]
 
 

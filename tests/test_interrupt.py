@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import FAST, STAGED_OFF
 from tkbench.store import load_run
 
 pytestmark = pytest.mark.fio
@@ -26,6 +26,7 @@ OVERRIDES = [
     "tests.throughput.rounds.max=5",
     "tests.latency.enabled=false",
     "tests.wsat.enabled=false",
+    *STAGED_OFF,
 ]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import STAGED_OFF
 from tkbench.fiojson import parse
 from tkbench.results import LiveFigures, StatusStream
 from tkbench.runner import final_report
@@ -93,6 +94,7 @@ def test_a_run_shows_live_figures_and_stores_one_report(tmp_path: Path) -> None:
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
         "tests.wsat.enabled=false",
+        *STAGED_OFF,
         "precondition.capacity_multiple=1.0",
     ):
         args += ["--set", s]

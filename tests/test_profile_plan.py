@@ -144,7 +144,8 @@ def test_fixed_profile_without_steady_state(tmp_path: Path) -> None:
         tmp_path,
         "extends = 'quick'\n[tests.iops]\nenabled = false\n[tests.throughput]\nenabled = false\n"
         "[tests.latency]\nenabled = false\n[tests.wsat]\nenabled = false\n"
-        "[tests.recipe]\nkind = 'fixed'\nrepeat = 3\nmixes = ['70/30']\nblock_sizes = ['4k']\n"
+        + "".join(f"[tests.{t}]\nenabled = false\n" for t in ("hir", "xsr", "cbw", "dirth"))
+        + "[tests.recipe]\nkind = 'fixed'\nrepeat = 3\nmixes = ['70/30']\nblock_sizes = ['4k']\n"
         "point_runtime = '1s'\npurge = false\nprecondition = false\n",
     )
     p = profile.load(str(f))
@@ -157,7 +158,22 @@ def test_plan_pts_e_on_a_512_device() -> None:
     p = profile.load("pts-e")
     pl = plan.build(p, plan.TargetInfo("/dev/x", "block", 400 * GiB, 512))
     names = [t.name for t in pl.tests]
-    assert names == ["iops", "throughput-1024k", "throughput-128k", "latency", "wsat"]
+    assert names == [
+        "iops",
+        "throughput-1024k",
+        "throughput-128k",
+        "latency",
+        "wsat",
+        "hir-precondition",
+        "hir-recovery",
+        "xsr",
+        "cbw-precondition",
+        "cbw-intensity",
+        "cbw-operating",
+        "dirth-precondition",
+        "dirth-intensity",
+        "dirth-operating",
+    ]
     iops = pl.tests[0]
     assert len(iops.points) == 56
     assert iops.round_seconds == 56 * 60
@@ -466,7 +482,7 @@ def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [t["name"] for t in data["tests"]] == [t.name for t in want.tests]
     for got, t in zip(data["tests"], want.tests, strict=True):
         assert got["phases"] == (
-            ["purge", "precondition", "rounds"] if t.precondition else ["purge", "rounds"]
+            ["purge"] * t.purge + ["precondition"] * bool(t.precondition) + ["rounds"]
         ) + (["response_histogram"] if t.name in ("latency", "wsat") else [])
         assert [
             (p["rw"], p["bs"], p["read_pct"], p["numjobs"], p["iodepth"], p["runtime"])

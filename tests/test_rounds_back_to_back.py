@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import TWO_IOPS_ROUNDS, merged
+from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import parse_jobfile
 from tkbench import runs
 from tkbench.runner import LocalFio, LocalFioProcess
@@ -127,6 +127,7 @@ def test_a_round_started_ahead_then_discarded_is_never_counted(
         "tests.iops.enabled=false",
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
+        *STAGED_OFF,
         "tests.wsat.max_duration=0.3s",
     )
     t = load_run(out).test("wsat")

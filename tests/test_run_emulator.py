@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGED_OFF, sets
 from tkbench.store import load_run
 
 pytestmark = pytest.mark.fio
@@ -147,6 +147,7 @@ def test_demo_command_runs_and_stops_its_emulator(tmp_path: Path) -> None:
         "tests.iops.rounds.window=2",
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
+        *STAGED_OFF,
         "tests.wsat.stop_written_multiple=1",
     )
     run = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import TWO_IOPS_ROUNDS, merged, sets
+from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged, sets
 from tkbench import cli
 from tkbench.errors import Interrupted
 from tkbench.runs import RunRequest, start
@@ -45,6 +45,7 @@ def test_iops_run_stores_every_round_and_stops_at_steady_state(tmp_path: Path) -
             "tests.throughput.enabled=false",
             "tests.latency.enabled=false",
             "tests.wsat.enabled=false",
+            *STAGED_OFF,
         ],
     )
     assert manifest.status == "complete"
@@ -90,6 +91,7 @@ def test_tight_limits_run_to_the_round_limit(tmp_path: Path) -> None:
             "tests.iops.enabled=false",
             "tests.throughput.enabled=false",
             "tests.wsat.enabled=false",
+            *STAGED_OFF,
         ],
     )
     t = load_run(out).test("latency")
@@ -110,6 +112,7 @@ def test_write_saturation_stops_at_written_multiple(tmp_path: Path) -> None:
             "tests.iops.enabled=false",
             "tests.throughput.enabled=false",
             "tests.latency.enabled=false",
+            *STAGED_OFF,
         ],
     )
     t = load_run(out).test("wsat")
@@ -129,6 +132,7 @@ def test_interrupt_and_resume_continue_the_rounds(tmp_path: Path) -> None:
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
         "tests.wsat.enabled=false",
+        *STAGED_OFF,
     ]
     rounds_seen: list[int] = []
 
@@ -161,6 +165,7 @@ def test_resume_after_a_long_gap_starts_a_new_segment(tmp_path: Path) -> None:
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
         "tests.wsat.enabled=false",
+        *STAGED_OFF,
     ]
     with pytest.raises(Interrupted):
         _run(
@@ -265,6 +270,7 @@ def test_resume_of_a_test_whose_rounds_were_complete_only_writes_its_result(
             "tests.throughput.enabled=false",
             "tests.latency.enabled=false",
             "tests.wsat.enabled=false",
+            *STAGED_OFF,
         ],
     )
     # as if the process died after the last round, before result.json, long ago

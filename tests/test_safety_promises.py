@@ -18,6 +18,7 @@ import pytest
 from fakes import helpers
 from fakes.helpers import LoopDevices, sha256_of
 
+from tests._helpers import STAGED_OFF
 from tkbench import cli
 from tkbench.errors import InputError
 from tkbench.target import _resize, open_target
@@ -593,6 +594,7 @@ def test_resume_stops_the_fio_of_a_round_started_ahead_after_a_kill_9(tmp_path: 
         "tests.iops.enabled=false",
         "tests.throughput.enabled=false",
         "tests.latency.enabled=false",
+        *STAGED_OFF,
         "tests.wsat.point_runtime=4s",
         "tests.wsat.stop_written_multiple=1000",
     )

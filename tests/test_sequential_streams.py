@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import merged
+from tests._helpers import STAGED_OFF, merged
 from tkbench import jobfile, plan, profile
 from tkbench.errors import Interrupted
 from tkbench.fiojson import parse
@@ -162,6 +162,7 @@ def test_a_resumed_run_continues_the_streams_from_the_stored_rounds(tmp_path: Pa
         "tests.iops.enabled=false",
         "tests.latency.enabled=false",
         "tests.wsat.enabled=false",
+        *STAGED_OFF,
     )
     req = RunRequest(
         profile="quick",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import FAST
+from tests._helpers import FAST, STAGED_OFF
 from tkbench.store import load_run
 
 pytestmark = pytest.mark.fio
@@ -27,6 +27,7 @@ def test_run_on_a_terminal_shows_bars_and_finishes(tmp_path: Path) -> None:
             "tests.iops.rounds.window=2",
             "tests.throughput.enabled=false",
             "tests.latency.enabled=false",
+            *STAGED_OFF,
             "tests.wsat.stop_written_multiple=1",
         ]
     )

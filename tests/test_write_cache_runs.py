@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fakes.helpers import FakeTools
 
-from tests._helpers import TWO_IOPS_ROUNDS, merged
+from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import Call, FakeFio
 from tkbench import cacherecord, cli, profile, runs
 from tkbench import plan as planmod
@@ -47,6 +47,7 @@ ONLY_IOPS = [
     "tests.throughput.enabled=false",
     "tests.latency.enabled=false",
     "tests.wsat.enabled=false",
+    *STAGED_OFF,
 ]
 
 

@@ -22,6 +22,7 @@ discarded, never stored.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import shutil
@@ -35,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, histphase, jobfile
-from .analysis import steady
+from . import __version__, fiologs, histphase, jobfile, procedures
+from .analysis import stages, steady
 from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
+from .analysis.window import window, window_records
 from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
@@ -53,6 +55,7 @@ from .records import (
     Purge,
     Resume,
     Round,
+    Series,
     TargetRecord,
     TestPlan,
 )
@@ -206,6 +209,8 @@ class Engine:
                 if existing is not None and existing.finished:
                     self.progress.event("test_skipped", test=test, reason="already complete")
                     continue
+                if test.derive_from:
+                    test = self._derive(test, existing)
                 self.run_test(test, existing)
             cache.end()
         except (KeyboardInterrupt, Interrupted):
@@ -295,6 +300,23 @@ class Engine:
             self._precondition(test, segment)
 
         self._rounds(test, rounds, segment)
+
+    def _derive(self, test: PlannedTest, existing: TestData | None) -> PlannedTest:
+        """A stage whose loads are chosen from an earlier stage's measurement window
+        (the operating points): chosen now, or as recorded when it first started."""
+        if existing is not None and existing.plan.operating:
+            return procedures.resolve(test, existing.plan.operating)
+        source = _find(self.store.load().tests, test.derive_from)
+        if source is None or not source.finished:
+            raise DeviceError(f"test {test.name}: stage {test.derive_from} has not completed")
+        rounds = window_records(source.rounds, window(source))
+        chosen = stages.choose(stages.grid(rounds), test.spec.response_ceiling * 1e9)
+        for op in chosen:
+            self.store.log(
+                f"test {test.name}: {procedures.TITLES[op.name]} = T{op.numjobs}/Q{op.iodepth} "
+                f"({op.iops:,.0f} IOPS, {op.lat_mean_ns / 1e6:.3f} ms): {op.why}"
+            )
+        return procedures.resolve(test, chosen)
 
     def _purge(self, test: PlannedTest, segment: int) -> None:
         self.progress.event("phase", test=test, phase="purge")
@@ -509,7 +531,9 @@ class Engine:
                             ahead = None
                         cur = None
                         continue
-                record = self._round_record(test, n, segment, run, cur.text, began, total_written)
+                record = self._round_record(
+                    test, n, segment, run, cur.text, began, total_written, cur.series
+                )
                 self.store.save_round(test.name, record, run.stdout, cur.text)
                 # read once the round is stored (the next round, started ahead, runs)
                 record = self._temperature(test, thermal, record)
@@ -627,7 +651,13 @@ class Engine:
     def _collect(self, test: PlannedTest, cur: _RoundRun) -> FioRun:
         """Wait for a round's fio; a failed run is kept in ``failed/`` and raised."""
         try:
-            return cur.process.wait()
+            run = cur.process.wait()
+            if test.spec.sample > 0:  # per-interval logs, read before the directory goes
+                cur.series = {
+                    p.job_name: fiologs.read_series(cur.workdir, p.job_name, test.spec.sample)
+                    for p in test.points
+                }
+            return run
         except FioFailed as exc:
             info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
             self.store.save_failure(
@@ -662,10 +692,13 @@ class Engine:
         text: str,
         began: float,
         total_before: int,
+        series: Mapping[str, Series | None] | None = None,
     ) -> Round:
         assert run.output is not None
         try:
             points = summarize_round(test.points, run.output, with_bins=test.spec.histogram)
+            if series:
+                points = [dataclasses.replace(p, series=series.get(p.job)) for p in points]
             values = tracking_values(points, test.tracking)
         except TkbenchError as exc:
             info = Failure(test=test.name, error=str(exc), fio=run.call())
@@ -860,6 +893,7 @@ class _RoundRun:
     follows: _RoundRun | None = None
     sampler: CounterSampler | None = None
     last_done: float | None = None  # epoch seconds its last point ended (once known)
+    series: dict[str, Series | None] | None = None  # per-interval samples by fio job
 
 
 def _last_point_done(r: _RoundRun, last: Point) -> float | None:

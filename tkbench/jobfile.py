@@ -22,8 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import fiologs
 from .fiovalue import check_value
-from .plan import PlannedTest, Point, Precondition
+from .planned import PlannedTest, Point, Precondition
 from .records import Round
 from .units import fio_duration
 
@@ -155,17 +156,28 @@ def point_options(
     prerun: str | None = None,
     postrun: str | None = None,
     start: int = 0,
+    sample: float = 0.0,
 ) -> dict[str, object]:
     opts: dict[str, object] = {
         "new_group": True,
         "rw": point.rw,
-        "bs": point.bs,
+        "bs": point.bs if not point.bssplit else None,
+        "bssplit": point.bssplit or None,
+        "random_distribution": point.zones or None,
         "numjobs": point.numjobs,
         "iodepth": point.iodepth,
         "time_based": True,
         "runtime": fio_duration(point.runtime),
         "startdelay": fio_duration(startdelay),
     }
+    if point.idle > 0:
+        # host idle: no I/O at all for ``idle`` seconds after every ``busy`` seconds of I/O
+        opts["thinktime"] = fio_duration(point.idle)
+        opts["thinktime_iotime"] = fio_duration(point.busy)
+    if sample > 0:  # per-interval logs (tkbench.fiologs)
+        for log in ("write_iops_log", "write_bw_log", "write_lat_log"):
+            opts[log] = fiologs.prefix(point.job_name)
+        opts["log_avg_msec"] = max(1, round(sample * 1000))
     if prerun:
         opts["exec_prerun"] = prerun
     if postrun:
@@ -245,6 +257,7 @@ def render_round(
     extra_global: Mapping[str, object] | None = None,
     starts: Mapping[str, int] | None = None,
     follow: Follow | None = None,
+    sample: float = 0.0,
 ) -> str:
     """The job file of one round: one section per point, run back to back.
 
@@ -283,7 +296,7 @@ def render_round(
                 prerun = handoff.prerun(follow.last, follow.directory)
             postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
-        opts = point_options(point, active_bytes, delay, prerun, postrun, start)
+        opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
         lines += _section(point.job_name, opts)
         prev = point
     return "\n".join(lines) + "\n"
@@ -351,6 +364,7 @@ def round_jobfile(
         extra_global=extra,
         starts=starts,
         follow=follow,
+        sample=test.spec.sample,
     )
 
 

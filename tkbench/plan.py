@@ -6,175 +6,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis.kinds import RoundSpec, kind_named
-from .profile import Acceptance, Mix, Profile, TestSpec, Tracking
-from .records import Limits, PlannedPoint, PreconditionPlan, TestPlan, Workload
+from . import procedures
+from .analysis.kinds import kind_named
+from .planned import PlannedTest, Point, Precondition, TargetInfo
+from .profile import Acceptance, Mix, Profile, TestSpec, size_label
 from .records.base import dump
 from .units import format_duration, format_size, human_bytes
-
-
-@dataclass(frozen=True)
-class Point:
-    """One fio workload point of a round."""
-
-    index: int
-    bs: int
-    mix: Mix
-    pattern: str  # random | sequential
-    numjobs: int
-    iodepth: int
-    runtime: float  # seconds
-
-    @property
-    def label(self) -> str:
-        return f"{format_size(self.bs)} {self.mix.label}"
-
-    @property
-    def job_name(self) -> str:
-        return f"p{self.index:03d}_{format_size(self.bs)}_{self.mix.read}-{100 - self.mix.read}"
-
-    @property
-    def rw(self) -> str:
-        rand = self.pattern == "random"
-        if self.mix.read == 100:
-            return "randread" if rand else "read"
-        if self.mix.read == 0:
-            return "randwrite" if rand else "write"
-        return "randrw" if rand else "rw"
-
-    def record(self) -> PlannedPoint:
-        return PlannedPoint(
-            index=self.index,
-            label=self.label,
-            job=self.job_name,
-            bs=self.bs,
-            read_pct=self.mix.read,
-            pattern=self.pattern,
-            rw=self.rw,
-            numjobs=self.numjobs,
-            iodepth=self.iodepth,
-            runtime=self.runtime,
-        )
-
-
-@dataclass(frozen=True)
-class Precondition:
-    """Workload-independent preconditioning: ``total_bytes`` (a multiple of the *user
-    capacity*) of sequential writes confined to, and wrapping within, the ActiveRange."""
-
-    total_bytes: int
-    bs: int
-    numjobs: int
-    iodepth: int
-    max_duration: float = 0.0  # seconds; 0 = until total_bytes are written
-
-    def record(self) -> PreconditionPlan:
-        return PreconditionPlan(
-            max_duration=self.max_duration,
-            total_bytes=self.total_bytes,
-            bs=self.bs,
-            numjobs=self.numjobs,
-            iodepth=self.iodepth,
-        )
-
-
-@dataclass(frozen=True)
-class PlannedTest:
-    name: str  # unique in the plan, e.g. "throughput-1024k"
-    spec: TestSpec
-    title: str
-    purge: bool
-    precondition: Precondition | None
-    points: tuple[Point, ...]  # one round
-    tracking: tuple[Tracking, ...]
-    active_bytes: int
-    notes: tuple[str, ...] = ()
-    # after the rounds: 4k random writes at the test's load with the full latency
-    # histogram (the profile's response_histogram; None: no such phase)
-    histogram_point: Point | None = None
-
-    @property
-    def extra_seconds(self) -> float:
-        """Seconds of phases after the rounds."""
-        return self.histogram_point.runtime if self.histogram_point is not None else 0.0
-
-    @property
-    def round_seconds(self) -> float:
-        return math.fsum(p.runtime for p in self.points)
-
-    @property
-    def min_rounds(self) -> int:
-        return kind_named(self.spec.kind).round_bounds(self.round_spec)[0]
-
-    @property
-    def max_rounds(self) -> int:
-        return kind_named(self.spec.kind).round_bounds(self.round_spec)[1]
-
-    @property
-    def round_spec(self) -> RoundSpec:
-        return RoundSpec(
-            window=self.spec.rounds.window,
-            max_rounds=self.spec.rounds.max,
-            repeat=self.spec.repeat,
-            max_duration=self.spec.max_duration,
-            round_seconds=self.round_seconds,
-            max_excursion=self.spec.rounds.max_excursion,
-            max_slope_excursion=self.spec.rounds.max_slope_excursion,
-            stop_written_multiple=self.spec.stop_written_multiple,
-            tracking=tuple(x.label for x in self.tracking),
-        )
-
-    def record(self, ioengine_used: str = "") -> TestPlan:
-        """The test as ``test.json`` records it (with the fio engine the target
-        resolved the profile's choice to)."""
-        wl = self.spec.workload
-        return TestPlan(
-            name=self.name,
-            spec=self.spec.name,
-            title=self.title,
-            kind=self.spec.kind,
-            purge=self.purge,
-            precondition=self.precondition.record() if self.precondition else None,
-            points=tuple(p.record() for p in self.points),
-            tracking=tuple(t.label for t in self.tracking),
-            active_bytes=self.active_bytes,
-            active_range=wl.active_range,
-            workload=Workload(
-                numjobs=wl.numjobs,
-                iodepth=wl.iodepth,
-                data_pattern=wl.data_pattern,
-                direct=wl.direct,
-                ioengine=wl.ioengine,
-                fsync=self.spec.fsync,
-                end_fsync=self.spec.end_fsync,
-            ),
-            point_runtime=self.spec.point_runtime,
-            rounds=Limits(
-                max=self.spec.rounds.max,
-                window=self.spec.rounds.window,
-                max_excursion=self.spec.rounds.max_excursion,
-                max_slope_excursion=self.spec.rounds.max_slope_excursion,
-            ),
-            repeat=self.spec.repeat,
-            stop_written_multiple=self.spec.stop_written_multiple,
-            max_duration=self.spec.max_duration,
-            percentiles=tuple(self.spec.percentiles),
-            histogram=self.spec.histogram,
-            notes=tuple(self.notes),
-            ioengine_used=ioengine_used,
-        )
-
-
-@dataclass(frozen=True)
-class TargetInfo:
-    """What planning needs to know of a target (no I/O)."""
-
-    spec: str
-    kind: str  # file | block | nbd | volume
-    capacity: int  # user capacity in bytes (a volume: its filesystem's size)
-    logical_sector: int = 512
-    free: int = 0  # a volume: bytes its test files may use (free space, its own files counted)
-    direct_io: bool = True  # a volume: its filesystem takes O_DIRECT
 
 
 @dataclass(frozen=True)
@@ -237,6 +74,13 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                 f"at {spec.workload.active_range:g} % is smaller than {format_size(align)}"
             )
         active_all = max(active_all, active)
+        if spec.procedure:  # a test of several stages
+            staged, skipped = procedures.stages(
+                spec, active, sector, volume_notes.get(spec.name, ())
+            )
+            tests.extend(staged)
+            notes.extend(skipped)
+            continue
         block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
         test_notes: list[str] = []
         dropped = [bs for bs in spec.block_sizes if bs % sector]
@@ -434,10 +278,36 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             f"  round     {len(t.points)} point(s) back to back, "
             f"{format_duration(t.round_seconds)} per round"
         )
-        for pt in t.points:
+        if s.intervals > 1:
             lines.append(
-                f"    {pt.job_name:<22} {pt.rw:<9} bs={format_size(pt.bs):<6} "
-                f"R/W {pt.mix.label:<7} {format_duration(pt.runtime)}"
+                f"  intervals each round repeats its point {s.intervals} times; the tracking "
+                f"variable reads the {s.tracking_interval} (the others are listed once)"
+            )
+        for pt in t.points:
+            if pt.role == "interval" and s.intervals > 1:
+                continue
+            load = f"T{pt.numjobs}/Q{pt.iodepth}"
+            extra = [x for x in (pt.tag, "not measured" if pt.role == "prewrite" else "") if x]
+            if pt.idle:
+                extra.append(f"{format_duration(pt.busy)} I/O, {format_duration(pt.idle)} idle")
+            lines.append(
+                f"    {pt.job_name:<22} {pt.rw:<9} bs={size_label(pt.bs):<6} "
+                f"R/W {pt.mix.label:<7} {load:<8} {format_duration(pt.runtime)}"
+                + (f"  ({'; '.join(extra)})" if extra else "")
+            )
+        if s.bssplit:
+            lines.append(f"  sizes     {t.points[0].bssplit} (bytes/% of I/Os)")
+        if s.zones:
+            lines.append(f"  zones     {t.points[0].zones} (% of accesses/% of the ActiveRange)")
+        if s.sample:
+            lines.append(
+                f"  sampled   IOPS, MB/s and mean response time every {format_duration(s.sample)}"
+            )
+        if t.derive_from:
+            lines.append(
+                f"  chosen    when the stage starts, from {t.derive_from}'s measurement window: "
+                f"MaxIOPS (highest IOPS with a mean response time within "
+                f"{s.response_ceiling * 1e3:g} ms), MidIOPS, MinIOPS"
             )
         lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
         if t.histogram_point is not None:

@@ -27,6 +27,8 @@ from .vocab import metric
 
 KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
+# tests of several stages (tkbench.procedures): the PTS 2.0.2 tests beyond the basic four
+PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")
 
 
 def purge_methods() -> tuple[str, ...]:
@@ -77,7 +79,7 @@ class Tracking:
 
     @property
     def label(self) -> str:
-        return f"{self.metric} {format_size(self.bs)} {self.mix.label}"
+        return f"{self.metric} {size_label(self.bs)} {self.mix.label}"
 
     @property
     def unit(self) -> str:
@@ -91,7 +93,75 @@ class Tracking:
                 f'not a tracking variable: {text!r} (use e.g. "iops 4k 0/100"; '
                 f"metrics: {', '.join(vocab.names(trackable=True))})"
             )
-        return cls(parts[0], parse_size(parts[1]), Mix.parse(parts[2]))
+        bs = COMPOSITE if parts[1] == "composite" else parse_size(parts[1])
+        return cls(parts[0], bs, Mix.parse(parts[2]))
+
+
+# the block size of a point of several block sizes (``bssplit``): 0, shown as "composite"
+COMPOSITE = 0
+
+
+def size_label(bs: int) -> str:
+    """A point's block size as people read it ("4k"; "composite" for a block-size mix)."""
+    return "composite" if bs == COMPOSITE else format_size(bs)
+
+
+@dataclass(frozen=True)
+class Share:
+    """One part of a distribution: ``pct`` percent of the accesses go to ``value``
+    (a block size in bytes for ``bssplit``; a percentage of the ActiveRange for
+    ``zones``)."""
+
+    value: float
+    pct: float
+
+    @classmethod
+    def parse_bs(cls, text: object) -> Share:
+        m = re.fullmatch(r"\s*([^/\s]+)\s*/\s*([0-9.]+)\s*", str(text))
+        if not m:
+            raise ValueError(f'not a block-size share: {text!r} (use e.g. "4k/67")')
+        return cls(float(_block_size(m.group(1))), _pct(m.group(2), text))
+
+    @classmethod
+    def parse_zone(cls, text: object) -> Share:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*/\s*([0-9.]+)\s*", str(text))
+        if not m:
+            raise ValueError(
+                f'not an LBA zone: {text!r} (use "ACCESS%/RANGE%", e.g. "50/5": half the '
+                "accesses to 5 % of the ActiveRange)"
+            )
+        return cls(_pct(m.group(2), text), _pct(m.group(1), text))
+
+
+def _pct(v: str, text: object) -> float:
+    x = float(v)
+    if not 0 < x <= 100:
+        raise ValueError(f"percentage out of (0, 100] in {text!r}")
+    return x
+
+
+@dataclass(frozen=True)
+class Group:
+    """One access group of a cross-stimulus test: ``bs`` ``pattern`` writes for
+    ``duration`` seconds ("1024k sequential 8h")."""
+
+    bs: int
+    pattern: str
+    duration: float
+
+    @property
+    def label(self) -> str:
+        return f"{format_size(self.bs)} {self.pattern}"
+
+    @classmethod
+    def parse(cls, text: object) -> Group:
+        parts = str(text).split()
+        if len(parts) != 3 or parts[1] not in PATTERNS:
+            raise ValueError(
+                f'not an access group: {text!r} (use "BS PATTERN DURATION", e.g. '
+                '"1024k sequential 8h")'
+            )
+        return cls(_block_size(parts[0]), parts[1], _duration(0.0, hi=30 * DAY)(parts[2]))
 
 
 OPERATORS = (">=", "<=", ">", "<")
@@ -221,6 +291,25 @@ class TestSpec:
 
     # seconds of the response-time histogram phase after the rounds (0: none)
     response_histogram: float = 0.0
+
+    # tests of several stages (tkbench.procedures; "" for the basic kinds)
+    procedure: str = ""
+    intervals: int = 1  # a round repeats each point this many times (PTS: 30 one-minute intervals)
+    tracking_interval: str = "last"  # which repeated interval a round's tracking value is
+    threads: tuple[int, ...] = ()  # demand intensity: thread counts (outer loop)
+    iodepths: tuple[int, ...] = ()  # ... and queue depths (inner loop)
+    bssplit: tuple[Share, ...] = ()  # a block-size mix (fio bssplit)
+    zones: tuple[Share, ...] = ()  # LBA zones of the random accesses (fio zoned distribution)
+    prewrite: float = 0.0  # seconds of 100 % writes at the round's start, not measured
+    wait_states: tuple[float, ...] = ()  # host idle recovery: seconds of idle
+    bursts: int = 360  # ... write-idle repetitions per wait state
+    burst: float = 5.0  # ... seconds of writes of each repetition
+    baseline: float = 1800.0  # ... seconds of continuous writes after each wait state
+    groups: tuple[Group, ...] = ()  # cross-stimulus recovery: the access groups in order
+    sample: float = 0.0  # seconds per sample of the per-interval logs (0: none)
+    response_ceiling: float = 0.005  # seconds: the highest mean response time of MaxIOPS
+    operating_prewrite: float = 3600.0  # seconds of writes before each operating point
+    operating_runtime: float = 600.0  # seconds each operating point is measured
 
 
 @dataclass(frozen=True)
@@ -434,6 +523,23 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "fsync": (_int(0, 1 << 20), 0),
     "end_fsync": (_bool, False),
     "response_histogram": (_duration(0.0, lo_open=False, hi=DAY), 0.0),
+    "procedure": (_choice(PROCEDURES[1:]), ""),
+    "intervals": (_int(1, 10000), 1),
+    "tracking_interval": (_choice(("first", "last")), "last"),
+    "threads": (_list(_int(1, 1024)), ()),
+    "iodepths": (_list(_int(1, 65536)), ()),
+    "bssplit": (_list(Share.parse_bs), ()),
+    "zones": (_list(Share.parse_zone), ()),
+    "prewrite": (_duration(0.0, lo_open=False, hi=DAY), 0.0),
+    "wait_states": (_list(_duration(0.0, hi=DAY)), ()),
+    "bursts": (_int(1, 100000), 360),
+    "burst": (_duration(0.0, hi=DAY), 5.0),
+    "baseline": (_duration(0.0, lo_open=False, hi=DAY), 1800.0),
+    "groups": (_list(Group.parse, unique=False), ()),
+    "sample": (_duration(0.0, lo_open=False, hi=DAY), 0.0),
+    "response_ceiling": (_duration(0.0, hi=60.0), 0.005),
+    "operating_prewrite": (_duration(0.0, lo_open=False, hi=DAY), 3600.0),
+    "operating_runtime": (_duration(0.0, hi=DAY), 600.0),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -574,6 +680,23 @@ def load_raw(name_or_path: str, _seen: tuple[Path, ...] = ()) -> tuple[dict[str,
         data = _merge(base, {k: v for k, v in data.items() if k != "extends"})
     data.pop("extends", None)
     return data, path
+
+
+def select(name_or_path: str, names: Iterable[str], overrides: Iterable[str] = ()) -> list[str]:
+    """``--set`` overrides that switch off every test of a profile not in ``names``
+    (``tkbench run --tests``); an unknown name is a ProfileError naming the tests."""
+    data, _ = load_raw(name_or_path)
+    data = apply_overrides(data, overrides)
+    tests = data.get("tests", {})
+    have = [t for t in tests if isinstance(tests, dict)]
+    wanted = [n.strip() for n in names if n.strip()]
+    unknown = [n for n in wanted if n not in have]
+    if unknown or not wanted:
+        raise ProfileError(
+            f"--tests: no test {', '.join(repr(n) for n in unknown) or 'named'} in profile "
+            f"{name_or_path} (its tests: {', '.join(have)})"
+        )
+    return [f"tests.{t}.enabled=false" for t in have if t not in wanted]
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -727,6 +850,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 "the write cache is set once for the whole run: set workload.write_cache",
             )
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
+        _procedure_defaults(tname, t, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
                 raise err(f"tests.{tname}.{req}", "missing")
@@ -739,7 +863,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                     f"tests.{tname}.tracking",
                     f"{tr.label!r} is not a point of the test (block sizes x mixes)",
                 )
-        if t["kind"] == "steady" and not tracking:
+        if t["kind"] == "steady" and not tracking and not t["procedure"]:
             raise err(f"tests.{tname}.tracking", "a steady-state test needs tracking variables")
         _check_scope(scope, tname, t, err)
         tests.append(
@@ -768,6 +892,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 fsync=t["fsync"],
                 end_fsync=t["end_fsync"],
                 response_histogram=t["response_histogram"],
+                **{k: t[k] for k in PROCEDURE_KEYS},
             )
         )
     if not tests:
@@ -802,6 +927,71 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         volume=VolumeSpec(**vol),
         pts_variant=None if variant == "none" else variant,
     )
+
+
+PROCEDURE_KEYS = (
+    "procedure",
+    "intervals",
+    "tracking_interval",
+    "threads",
+    "iodepths",
+    "bssplit",
+    "zones",
+    "prewrite",
+    "wait_states",
+    "bursts",
+    "burst",
+    "baseline",
+    "groups",
+    "sample",
+    "response_ceiling",
+    "operating_prewrite",
+    "operating_runtime",
+)
+# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
+_NEEDS = {
+    "hir": ("wait_states",),
+    "xsr": ("groups",),
+    "cbw": ("bssplit", "threads", "iodepths"),
+    "dirth": ("threads", "iodepths"),
+}
+
+
+def _procedure_defaults(
+    tname: str, t: dict[str, Any], err: Callable[[str, str], ProfileError]
+) -> None:
+    """Check a test of several stages and fill in what its procedure implies
+    (the block sizes of XSR's groups, CBW's composite block size)."""
+    proc = t["procedure"]
+    if not proc:
+        return
+    for key in _NEEDS[proc]:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
+    if t["bssplit"]:
+        total = math.fsum(s.pct for s in t["bssplit"])
+        if abs(total - 100.0) > 0.01:
+            raise err(f"tests.{tname}.bssplit", f"the shares add up to {total:g} %, not 100 %")
+    if t["zones"]:
+        for what, total in (
+            ("accesses", math.fsum(z.pct for z in t["zones"])),
+            ("ranges", math.fsum(z.value for z in t["zones"])),
+        ):
+            if abs(total - 100.0) > 0.01:
+                raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+    if proc == "xsr":
+        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
+        t["mixes"] = t["mixes"] or (Mix(0),)
+    if proc == "cbw":
+        t["block_sizes"] = (COMPOSITE,)
+    for key in ("mixes", "block_sizes"):
+        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
+    if t["precondition"]:
+        raise err(
+            f"tests.{tname}.precondition",
+            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
+        )
 
 
 def _check_scope(

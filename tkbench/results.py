@@ -57,7 +57,17 @@ def point_summary(point: Point, job: JobStats, with_bins: bool = False) -> Point
         lat_max_ns=max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
         read=dir_summary(r, with_bins),
         write=dir_summary(w, with_bins),
+        cpu_pct=_cpu(job),
     )
+
+
+def _cpu(job: JobStats) -> float:
+    """The host CPU fio's threads used, percent of one CPU (user + system); with
+    group reporting fio sums its jobs."""
+    try:
+        return round(float(job.raw.get("usr_cpu", 0.0)) + float(job.raw.get("sys_cpu", 0.0)), 3)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def jobs_by_name(output: FioOutput) -> dict[str, JobStats]:
@@ -82,8 +92,11 @@ def summarize_round(
 
 
 def find_point(summaries: Sequence[PointResult], bs: int, read_pct: int) -> PointResult:
+    """The point a tracking variable of ``bs`` and ``read_pct`` reads: of several
+    such points (repeated intervals, a demand-intensity grid) the one whose role is
+    "" (tkbench.procedures)."""
     for s in summaries:
-        if s.bs == bs and s.read_pct == read_pct:
+        if s.bs == bs and s.read_pct == read_pct and not s.role:
             return s
     raise KeyError(f"no point {bs} {read_pct}")
 

@@ -13,7 +13,7 @@ from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
-from .partsummary import test_parts
+from .partsummary import stage_parts, test_parts
 from .records.base import dump
 from .store import RunData, TestData
 from .units import format_duration, human_bytes
@@ -79,8 +79,25 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
         # conformance to the SNIA PTS variant the stored profile declares
         "pts": judge_run(run, wc).to_dict(),
-        "tests": [{**test_summary(t), **test_parts(t, m.target)} for t in run.tests],
+        "tests": [
+            {**test_summary(t), **test_parts(t, m.target), **stage_parts(t, run.tests)}
+            for t in run.tests
+        ],
+        # the tests beyond the basic four by the profile's test name: what each measured
+        "procedures": procedures(run),
     }
+
+
+def procedures(run: RunData) -> dict[str, dict[str, Any]]:
+    """``{"hir": {"wait_states": [...]}, "xsr": {"transitions": [...]}, "cbw":
+    {"operating_points": {...}}, ...}``: the stage keys of each such test."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in run.tests:
+        parts = stage_parts(t, run.tests)
+        keep = {k: v for k, v in parts.items() if k not in ("procedure", "stage", "grid")}
+        if parts and len(keep) > 0:
+            out.setdefault(t.plan.spec, {}).update(keep)
+    return out
 
 
 def _cache_text(data: dict[str, Any] | None) -> str:

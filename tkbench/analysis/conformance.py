@@ -27,6 +27,7 @@ from ..profile import build
 from ..records import Manifest, Round, TestPlan
 from ..store import RunData, TestData
 from ..units import format_duration, format_size, human_bytes, parse_size
+from . import ptsstages
 from .pts import (
     BY_NAME,
     COMMON,
@@ -38,6 +39,7 @@ from .pts import (
     Variant,
     stored_variant,
 )
+from .ptsstages import STAGED, StagedRequirement
 
 # --------------------------------------------------------------------------- words
 
@@ -63,6 +65,10 @@ def _times(x: float) -> str:
 
 
 # --------------------------------------------------------------------------- judging
+
+
+# the stages of the tests beyond the basic four that start with a purge
+PURGED = ("precondition", "groups")
 
 
 class _Collect:
@@ -95,13 +101,8 @@ def _static(
     def add(requirement: str, required: str, actual: str) -> None:
         out.add(name, title, requirement, required, actual)
 
+    _workload(add, plan, variant)
     wl = plan.workload
-    if wl.data_pattern != COMMON.data_pattern:
-        add("data pattern", "random (incompressible) data", f"{wl.data_pattern} data")
-    if wl.direct != COMMON.direct:
-        add("direct I/O", "direct I/O, bypassing the host's page cache", "buffered I/O")
-    if plan.active_range != variant.active_range:
-        add("ActiveRange", f"{variant.active_range:g} %", f"{plan.active_range:g} %")
     jobs, qd = ref.load or variant.load
     if (wl.numjobs, wl.iodepth) != (jobs, qd):
         add("outstanding I/O", _load(jobs, qd), _load(wl.numjobs, wl.iodepth))
@@ -130,28 +131,7 @@ def _static(
             ),
         )
     elif ref.kind == "steady":
-        r = plan.rounds
-        if r.window != COMMON.window:
-            add("steady-state window", f"{COMMON.window} rounds", f"{r.window} rounds")
-        if r.max_excursion != COMMON.max_excursion:
-            add(
-                "data excursion limit",
-                f"{_pct(COMMON.max_excursion)} of the window mean",
-                f"{_pct(r.max_excursion)}",
-            )
-        if r.max_slope_excursion != COMMON.max_slope_excursion:
-            add(
-                "slope excursion limit",
-                f"{_pct(COMMON.max_slope_excursion)} of the window mean",
-                f"{_pct(r.max_slope_excursion)}",
-            )
-        if planned and r.max < COMMON.rounds:
-            add(
-                "round limit",
-                f"rounds until steady state; stopping without it only at round "
-                f"{COMMON.rounds} or later",
-                f"at most {r.max} rounds, so the test may stop before steady state",
-            )
+        _steady_limits(add, plan, planned)
         # those the test's points can measure (a missing point is a departure of its own)
         keys = {p.key for p in plan.points}
         required = [t for t in ref.tracking if _tracked_key(t) in keys]
@@ -171,6 +151,57 @@ def _static(
                 f"after {format_duration(plan.max_duration)}",
             )
     _static_precondition(add, ref, plan, capacity, planned)
+
+
+def _steady_limits(add: Callable[[str, str, str], None], plan: TestPlan, planned: bool) -> None:
+    """The steady-state rule of test.json against the PTS's."""
+    r = plan.rounds
+    if r.window != COMMON.window:
+        add("steady-state window", f"{COMMON.window} rounds", f"{r.window} rounds")
+    if r.max_excursion != COMMON.max_excursion:
+        add(
+            "data excursion limit",
+            f"{_pct(COMMON.max_excursion)} of the window mean",
+            f"{_pct(r.max_excursion)}",
+        )
+    if r.max_slope_excursion != COMMON.max_slope_excursion:
+        add(
+            "slope excursion limit",
+            f"{_pct(COMMON.max_slope_excursion)} of the window mean",
+            f"{_pct(r.max_slope_excursion)}",
+        )
+    if planned and r.max < COMMON.rounds:
+        add(
+            "round limit",
+            f"rounds until steady state; stopping without it only at round "
+            f"{COMMON.rounds} or later",
+            f"at most {r.max} rounds, so the test may stop before steady state",
+        )
+
+
+def _workload(add: Callable[[str, str, str], None], plan: TestPlan, variant: Variant) -> None:
+    """Data pattern, direct I/O and ActiveRange: what every PTS test shares."""
+    wl = plan.workload
+    if wl.data_pattern != COMMON.data_pattern:
+        add("data pattern", "random (incompressible) data", f"{wl.data_pattern} data")
+    if wl.direct != COMMON.direct:
+        add("direct I/O", "direct I/O, bypassing the host's page cache", "buffered I/O")
+    if plan.active_range != variant.active_range:
+        add("ActiveRange", f"{variant.active_range:g} %", f"{plan.active_range:g} %")
+
+
+def _staged(
+    out: _Collect, ref: StagedRequirement, variant: Variant, plan: TestPlan, planned: bool
+) -> None:
+    """A stage of one of the tests beyond the basic four (analysis/ptsstages.py)."""
+
+    def add(requirement: str, required: str, actual: str) -> None:
+        out.add(plan.name, plan.title or ref.title, requirement, required, actual)
+
+    _workload(add, plan, variant)
+    if plan.kind == "steady":
+        _steady_limits(add, plan, planned)
+    ptsstages.judge(add, ref, variant.load, plan)
 
 
 def _loop_words(mixes: Sequence[int], sizes: Sequence[int]) -> str:
@@ -327,6 +358,13 @@ def _judge(
             _static(out, ref, var, p, capacity, planned)
             out.items += per_test.get(p.name, ())
     for spec, mine in by_spec.items():
+        staged = STAGED.get(mine[0].procedure)
+        if staged is not None and spec not in BY_NAME:
+            judged.append(spec)
+            for p in mine:
+                _staged(out, staged, var, p, planned)
+                out.items += per_test.get(p.name, ())
+            continue
         if spec not in BY_NAME:
             for p in mine:
                 out.add(
@@ -344,7 +382,9 @@ def _judge(
 def _shared(items: list[Departure], plans: Sequence[TestPlan]) -> list[Departure]:
     """A departure every test has alike (the purge of a regular file) once, for them all,
     after the run's own."""
-    names = {p.name for p in plans}
+    # a later stage of a test beyond the basic four goes on from the stage before it:
+    # what every test that starts on its own has alike is said for all
+    names = {p.name for p in plans if not p.stage or p.stage in PURGED}
     if len(names) < 2:
         return items
 
@@ -381,7 +421,7 @@ def judge_plan(plan: Plan, write_cache_absent: str | None = None) -> Judgement:
     per_test: dict[str, list[Departure]] = {}
     for t in plan.tests:
         words = _planned_purge(plan, t)
-        if words:
+        if words and not (t.stage and t.stage not in PURGED):
             per_test[t.name] = [_purge(t.name, t.title, words)]
     skipped = _skipped_notes(plan.notes)
     return _judge(
@@ -489,9 +529,11 @@ def _run_test(t: TestData, capacity: int) -> list[Departure]:
     ref = BY_NAME.get(plan.spec or plan.name)
     title = plan.title or t.name
     out: list[Departure] = []
-    if ref is None:
+    if ref is None and plan.procedure not in STAGED:
         return out
     started = bool(t.rounds) or t.result is not None
+    if plan.stage and plan.stage not in PURGED:
+        return out  # a later stage goes on from the one before it
     if not plan.purge:
         out.append(_purge(t.name, title, "none (the test's purge = false)"))
     elif t.purge is not None and not t.purge.pts_compliant:
@@ -501,6 +543,8 @@ def _run_test(t: TestData, capacity: int) -> list[Departure]:
     elif t.purge is None and started:
         out.append(_purge(t.name, title, "no purge record"))
     pre = t.precondition
+    if ref is None:
+        return out
     if ref.precondition and plan.precondition is not None:
         if pre is not None and pre.cut_short:
             out.append(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Manifest
+from .ptsstages import STAGED
 
 K = 1024
 MINUTE = 60.0
@@ -178,7 +179,13 @@ class Judgement:
 
     @property
     def titles(self) -> list[str]:
-        return [BY_NAME[n].title for n in self.tests if n in BY_NAME]
+        return [t.title for n in self.tests if (t := BY_NAME.get(n) or STAGED.get(n))]
+
+    @property
+    def unconfirmed(self) -> list[str]:
+        """The judged tests whose reference values no source quoting the PTS 2.0.2
+        text confirmed (tkbench.analysis.ptsstages; docs/methodology.md)."""
+        return [STAGED[n].title for n in self.tests if n in STAGED]
 
     def to_dict(self) -> dict[str, Any]:
         """``pts`` of ``show --json`` and ``plan --json``."""
@@ -199,7 +206,7 @@ class Judgement:
         def title(test: str | None) -> str:
             if test is None:
                 return ""
-            ref = BY_NAME.get(test)
+            ref = BY_NAME.get(test) or STAGED.get(test)
             return titles.get(test) or (ref.title if ref else test)
 
         return cls(
@@ -225,14 +232,20 @@ class Judgement:
                 "No SNIA PTS claim: the profile declares no PTS variant (pts_variant), so "
                 "its numbers are not presented as PTS results."
             )
+        caveat = ""
+        if self.unconfirmed:
+            caveat = (
+                f" {', '.join(self.unconfirmed)} judged against parameters taken from PTS 2.0 "
+                "implementations, not checked against the PTS 2.0.2 text (see the methods)."
+            )
         if self.conforms:
             how = " as planned" if self.planned else ""
-            return f"Conforms to {self.name}{how} (tests {', '.join(self.titles)})."
+            return f"Conforms to {self.name}{how} (tests {', '.join(self.titles)}).{caveat}"
         n = len(self.departures)
         what = "This plan departs" if self.planned else "This run departs"
         return (
             f"{what} from {self.name} in {n} point{'s' if n != 1 else ''}; "
-            f"its numbers are not {VARIANTS[self.variant].name} results."
+            f"its numbers are not {VARIANTS[self.variant].name} results.{caveat}"
         )
 
     def merged(self) -> list[tuple[str, str]]:

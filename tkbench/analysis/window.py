@@ -40,8 +40,10 @@ def window_records(rounds: Sequence[Round], rounds_in_window: Iterable[int]) -> 
 
 
 def find_point(record: Round, bs: int, read_pct: int) -> PointResult | None:
+    """A round's point of ``bs`` and ``read_pct``: of several, the one a tracking
+    variable reads (role "", tkbench.procedures)."""
     for p in record.points:
-        if p.bs == bs and p.read_pct == read_pct:
+        if p.bs == bs and p.read_pct == read_pct and not p.role:
             return p
     return None
 
@@ -199,11 +201,13 @@ def _dir_mean(dirs: Sequence[Direction]) -> DirMean | None:
 
 
 def point_means(records: Sequence[Round]) -> dict[tuple[int, int], PointMean]:
-    """Mean of every point's values over ``records`` (the window rounds)."""
+    """Mean of every point's values over ``records`` (the window rounds); of several
+    points of one block size and mix, the one a tracking variable reads."""
     grouped: dict[tuple[int, int], list[PointResult]] = {}
     for r in records:
         for p in r.points:
-            grouped.setdefault(p.key, []).append(p)
+            if not p.role:
+                grouped.setdefault(p.key, []).append(p)
     out = {}
     for key, pts in grouped.items():
         directions = {}

@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from .. import profile as profilemod
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TkbenchError
 from . import support
 from .options import path_arg
@@ -31,6 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
         SESSION.verbose, SESSION.quiet = bool(args.verbose), bool(args.quiet)
+        if getattr(args, "tests", None):  # a choice of tests: the others switched off
+            args.overrides = [
+                *profilemod.select(args.profile, args.tests.split(","), args.overrides),
+                *args.overrides,
+            ]
         func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
         if func is None:
             sys.stderr.write("tkbench: error: no command given (see tkbench --help)\n")

@@ -54,6 +54,12 @@ def _add_profile_args(p: argparse.ArgumentParser) -> None:
         help="override a profile value, e.g. --set rounds.max=30 "
         "(repeatable; see docs/profiles.md)",
     )
+    p.add_argument(
+        "--tests",
+        metavar="NAME,...",
+        help="run only these tests of the profile, in the profile's order "
+        "(iops, throughput, latency, wsat, hir, xsr, cbw, dirth)",
+    )
 
 
 def _add_target_args(p: argparse.ArgumentParser) -> None:

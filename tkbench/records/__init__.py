@@ -9,11 +9,12 @@ its format history.
 
 from .base import Context, Record
 from .histogram import ResponseHistogram
-from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Thermal
+from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Series, Thermal
 from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
 from .test import (
     Failure,
     Limits,
+    OperatingPoint,
     Precondition,
     PreconditionPlan,
     Purge,
@@ -35,6 +36,7 @@ __all__ = [
     "Host",
     "Limits",
     "Manifest",
+    "OperatingPoint",
     "PlannedPoint",
     "PointResult",
     "Precondition",
@@ -46,6 +48,7 @@ __all__ = [
     "Result",
     "Resume",
     "Round",
+    "Series",
     "TargetRecord",
     "TestPlan",
     "Thermal",

@@ -15,7 +15,9 @@ history of each format is in its class's docstring and in docs/run-directory.md.
 
 Field metadata (``dataclasses.field(metadata=...)``): ``minimum`` (a number's
 lower bound), ``numeric_keys`` (an object whose keys are numbers: percentiles
-``"99.99"``, histogram bins in ns), ``omit_none`` (not written while None).
+``"99.99"``, histogram bins in ns), ``omit_none`` (not written while None),
+``omit_default`` (not written while it has its default: fields that only some
+tests use, so that other tests' files stay as before).
 """
 
 from __future__ import annotations
@@ -196,8 +198,17 @@ def dump(record: Any) -> dict[str, Any]:
     return {
         f.name: _plain(value)
         for f in dataclasses.fields(record)
-        if (value := getattr(record, f.name)) is not None or not f.metadata.get("omit_none")
+        if not _omitted(f, value := getattr(record, f.name))
     }
+
+
+def _omitted(f: dataclasses.Field[Any], value: Any) -> bool:
+    if value is None and f.metadata.get("omit_none"):
+        return True
+    # fields newer than the format's first readers, written only when they say something
+    return bool(f.metadata.get("omit_default")) and value == (
+        f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    )
 
 
 class Record:

@@ -12,6 +12,7 @@ from typing import Any
 from .base import Context, Record
 
 NUMERIC_KEYS = {"numeric_keys": True}
+OMIT = {"omit_default": True}
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,36 @@ class PlannedPoint:
     numjobs: int = 1
     iodepth: int = 1
     runtime: float = 0.0  # seconds
+    # tests of several stages (tkbench.procedures); the defaults are left out of the file
+    # "": measured, and what a tracking variable reads; "interval": measured, one of a
+    # point's repeated intervals; "grid": measured, a demand-intensity load that is not
+    # tracked; "prewrite": writes that condition the drive, not measured
+    role: str = field(default="", metadata=OMIT)
+    bssplit: str = field(default="", metadata=OMIT)  # fio bssplit (bs 0: "composite")
+    zones: str = field(default="", metadata=OMIT)  # fio random_distribution
+    idle: float = field(default=0.0, metadata=OMIT)  # seconds of host idle (fio thinktime) ...
+    busy: float = field(default=0.0, metadata=OMIT)  # ... after each this many seconds of I/O
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.bs, self.read_pct)
+
+    @property
+    def measured(self) -> bool:
+        return self.role != "prewrite"
+
+
+@dataclass(frozen=True)
+class Series:
+    """A point sampled per interval (fio's IOPS, bandwidth and latency logs averaged
+    over ``interval`` seconds, all its jobs summed): one value per sample, the
+    sample's end in seconds from the point's start.  Reads and writes together."""
+
+    interval: float
+    t_s: tuple[float, ...] = ()
+    iops: tuple[float, ...] = ()
+    bw_bytes: tuple[float, ...] = ()
+    lat_mean_ns: tuple[float, ...] = ()  # completion latency, I/O-weighted over the jobs
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,8 @@ class PointResult(PlannedPoint):
     lat_max_ns: float = 0.0
     read: Direction = field(default_factory=Direction)
     write: Direction = field(default_factory=Direction)
+    series: Series | None = field(default=None, metadata={"omit_none": True})
+    cpu_pct: float = field(default=0.0, metadata=OMIT)  # fio's usr_cpu + sys_cpu
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Context, Record
-from .round import FioCall, PlannedPoint
+from .round import OMIT, FioCall, PlannedPoint
 
 POSITIVE = {"minimum": 1}
 NOT_NEGATIVE = {"minimum": 0}
@@ -34,6 +34,19 @@ class Workload:
     ioengine: str = "auto"  # as the profile said it; see TestPlan.ioengine_used
     fsync: int = 0  # fio fsync: a synchronous write after every N writes (0: none)
     end_fsync: bool = False  # fio end_fsync: written data made durable before the job ends
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A load chosen from a demand-intensity stage's measurement window (MaxIOPS,
+    MidIOPS, MinIOPS) and what it measured there."""
+
+    name: str  # max | mid | min
+    numjobs: int = field(default=1, metadata=POSITIVE)
+    iodepth: int = field(default=1, metadata=POSITIVE)
+    iops: float = 0.0  # window mean at the choice
+    lat_mean_ns: float = 0.0
+    why: str = ""  # the rule that chose it, in words
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,14 @@ class TestPlan(Record):
     histogram: bool = False
     notes: tuple[str, ...] = ()
     ioengine_used: str = ""  # the fio engine the test ran with ("auto" resolved)
+    # a stage of a test of several stages (tkbench.procedures; left out otherwise):
+    # the procedure ("hir", "xsr", "cbw", "dirth") and the stage ("precondition", ...)
+    procedure: str = field(default="", metadata=OMIT)
+    stage: str = field(default="", metadata=OMIT)
+    sample: float = field(default=0.0, metadata=OMIT)  # seconds per per-interval sample
+    response_ceiling: float = field(default=0.0, metadata=OMIT)  # seconds (MaxIOPS)
+    # the operating points chosen from the demand-intensity stage before this one ran
+    operating: tuple[OperatingPoint, ...] = field(default=(), metadata=OMIT)
 
     @property
     def block_sizes(self) -> list[int]:

@@ -1,0 +1,202 @@
+"""The planning model: a planned test, its workload points, its preconditioning,
+and what planning knows of a target.  :mod:`tkbench.plan` builds them from a
+profile (:mod:`tkbench.procedures` for tests of several stages); the engine runs
+them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .analysis.kinds import RoundSpec, kind_named
+from .profile import Mix, TestSpec, Tracking, size_label
+from .records import Limits, OperatingPoint, PlannedPoint, PreconditionPlan, TestPlan, Workload
+from .units import format_size
+
+
+@dataclass(frozen=True)
+class Point:
+    """One fio workload point of a round."""
+
+    index: int
+    bs: int  # 0 (COMPOSITE): the block-size mix ``bssplit``
+    mix: Mix
+    pattern: str  # random | sequential
+    numjobs: int
+    iodepth: int
+    runtime: float  # seconds
+    role: str = ""  # see PlannedPoint.role
+    bssplit: str = ""  # fio bssplit
+    zones: str = ""  # fio random_distribution
+    idle: float = 0.0  # seconds of host idle (fio thinktime) ...
+    busy: float = 0.0  # ... after each this many seconds of I/O (thinktime_iotime)
+    tag: str = ""  # what sets the point apart from others of its block size and mix
+
+    @property
+    def label(self) -> str:
+        text = f"{size_label(self.bs)} {self.mix.label}"
+        return f"{text} {self.tag}" if self.tag else text
+
+    @property
+    def job_name(self) -> str:
+        bs = "mix" if self.bssplit else format_size(self.bs)
+        return f"p{self.index:03d}_{bs}_{self.mix.read}-{100 - self.mix.read}"
+
+    @property
+    def rw(self) -> str:
+        rand = self.pattern == "random"
+        if self.mix.read == 100:
+            return "randread" if rand else "read"
+        if self.mix.read == 0:
+            return "randwrite" if rand else "write"
+        return "randrw" if rand else "rw"
+
+    def record(self) -> PlannedPoint:
+        return PlannedPoint(
+            index=self.index,
+            label=self.label,
+            job=self.job_name,
+            bs=self.bs,
+            read_pct=self.mix.read,
+            pattern=self.pattern,
+            rw=self.rw,
+            numjobs=self.numjobs,
+            iodepth=self.iodepth,
+            runtime=self.runtime,
+            role=self.role,
+            bssplit=self.bssplit,
+            zones=self.zones,
+            idle=self.idle,
+            busy=self.busy,
+        )
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """Workload-independent preconditioning: ``total_bytes`` (a multiple of the *user
+    capacity*) of sequential writes confined to, and wrapping within, the ActiveRange."""
+
+    total_bytes: int
+    bs: int
+    numjobs: int
+    iodepth: int
+    max_duration: float = 0.0  # seconds; 0 = until total_bytes are written
+
+    def record(self) -> PreconditionPlan:
+        return PreconditionPlan(
+            max_duration=self.max_duration,
+            total_bytes=self.total_bytes,
+            bs=self.bs,
+            numjobs=self.numjobs,
+            iodepth=self.iodepth,
+        )
+
+
+@dataclass(frozen=True)
+class PlannedTest:
+    name: str  # unique in the plan, e.g. "throughput-1024k"
+    spec: TestSpec
+    title: str
+    purge: bool
+    precondition: Precondition | None
+    points: tuple[Point, ...]  # one round
+    tracking: tuple[Tracking, ...]
+    active_bytes: int
+    notes: tuple[str, ...] = ()
+    # after the rounds: 4k random writes at the test's load with the full latency
+    # histogram (the profile's response_histogram; None: no such phase)
+    histogram_point: Point | None = None
+    # a stage of a test of several stages (tkbench.procedures)
+    stage: str = ""
+    # the stage whose measurement window chooses this stage's points when it starts
+    # (tkbench.procedures.operating_points); until then ``points`` are placeholders
+    derive_from: str = ""
+    operating: tuple[OperatingPoint, ...] = ()
+
+    @property
+    def extra_seconds(self) -> float:
+        """Seconds of phases after the rounds."""
+        return self.histogram_point.runtime if self.histogram_point is not None else 0.0
+
+    @property
+    def round_seconds(self) -> float:
+        return math.fsum(p.runtime for p in self.points)
+
+    @property
+    def min_rounds(self) -> int:
+        return kind_named(self.spec.kind).round_bounds(self.round_spec)[0]
+
+    @property
+    def max_rounds(self) -> int:
+        return kind_named(self.spec.kind).round_bounds(self.round_spec)[1]
+
+    @property
+    def round_spec(self) -> RoundSpec:
+        return RoundSpec(
+            window=self.spec.rounds.window,
+            max_rounds=self.spec.rounds.max,
+            repeat=self.spec.repeat,
+            max_duration=self.spec.max_duration,
+            round_seconds=self.round_seconds,
+            max_excursion=self.spec.rounds.max_excursion,
+            max_slope_excursion=self.spec.rounds.max_slope_excursion,
+            stop_written_multiple=self.spec.stop_written_multiple,
+            tracking=tuple(x.label for x in self.tracking),
+        )
+
+    def record(self, ioengine_used: str = "") -> TestPlan:
+        """The test as ``test.json`` records it (with the fio engine the target
+        resolved the profile's choice to)."""
+        wl = self.spec.workload
+        return TestPlan(
+            name=self.name,
+            spec=self.spec.name,
+            title=self.title,
+            kind=self.spec.kind,
+            purge=self.purge,
+            precondition=self.precondition.record() if self.precondition else None,
+            points=tuple(p.record() for p in self.points),
+            tracking=tuple(t.label for t in self.tracking),
+            active_bytes=self.active_bytes,
+            active_range=wl.active_range,
+            workload=Workload(
+                numjobs=wl.numjobs,
+                iodepth=wl.iodepth,
+                data_pattern=wl.data_pattern,
+                direct=wl.direct,
+                ioengine=wl.ioengine,
+                fsync=self.spec.fsync,
+                end_fsync=self.spec.end_fsync,
+            ),
+            point_runtime=self.spec.point_runtime,
+            rounds=Limits(
+                max=self.spec.rounds.max,
+                window=self.spec.rounds.window,
+                max_excursion=self.spec.rounds.max_excursion,
+                max_slope_excursion=self.spec.rounds.max_slope_excursion,
+            ),
+            repeat=self.spec.repeat,
+            stop_written_multiple=self.spec.stop_written_multiple,
+            max_duration=self.spec.max_duration,
+            percentiles=tuple(self.spec.percentiles),
+            histogram=self.spec.histogram,
+            notes=tuple(self.notes),
+            ioengine_used=ioengine_used,
+            procedure=self.spec.procedure,
+            stage=self.stage,
+            sample=self.spec.sample,
+            response_ceiling=self.spec.response_ceiling if self.derive_from else 0.0,
+            operating=self.operating,
+        )
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What planning needs to know of a target (no I/O)."""
+
+    spec: str
+    kind: str  # file | block | nbd | volume
+    capacity: int  # user capacity in bytes (a volume: its filesystem's size)
+    logical_sector: int = 512
+    free: int = 0  # a volume: bytes its test files may use (free space, its own files counted)
+    direct_io: bool = True  # a volume: its filesystem takes O_DIRECT
