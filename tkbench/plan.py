@@ -76,7 +76,11 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
         active_all = max(active_all, active)
         if spec.procedure:  # a test of several stages
             staged, skipped = procedures.stages(
-                spec, active, sector, volume_notes.get(spec.name, ())
+                spec,
+                active,
+                sector,
+                workload_independent(spec, profile, target.capacity, spec.block_sizes[0]),
+                volume_notes.get(spec.name, ()),
             )
             tests.extend(staged)
             notes.extend(skipped)
@@ -108,6 +112,8 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
             if kind_named(spec.kind).has_steady_state and not tracking:
                 notes.append(f"test {name} skipped: none of its tracking variables can be measured")
                 continue
+            bss, folded = procedures.bssplit_text(spec.bssplit, sector)
+            group_notes += folded
             points = tuple(
                 Point(
                     index=i,
@@ -117,28 +123,13 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     numjobs=spec.workload.numjobs,
                     iodepth=spec.workload.iodepth,
                     runtime=spec.point_runtime,
+                    bssplit=bss,
+                    zones=procedures.zones_text(spec.zones) if spec.zones else "",
                 )
                 # PTS test loop order: R/W mix outer, block size inner
                 for i, (bs, mix) in enumerate((bs, mix) for mix in spec.mixes for bs in group)
             )
-            pre = None
-            if spec.precondition and profile.precondition.capacity_multiple > 0:
-                pbs = spec.precondition_bs
-                if pbs is None:
-                    pbs = profile.precondition.bs
-                elif pbs == 0:
-                    pbs = group[0]
-                pre = Precondition(
-                    total_bytes=precondition_bytes(
-                        target.capacity,
-                        profile.precondition.capacity_multiple,
-                        pbs * spec.workload.numjobs,
-                    ),
-                    bs=pbs,
-                    numjobs=spec.workload.numjobs,
-                    iodepth=spec.workload.iodepth,
-                    max_duration=profile.precondition.max_duration,
-                )
+            pre = workload_independent(spec, profile, target.capacity, group[0])
             tests.append(
                 PlannedTest(
                     name=name,
@@ -156,6 +147,29 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     if not tests:
         raise ValueError("no test of the profile can run on this target")
     return Plan(profile, target, active_all, tuple(tests), tuple(notes))
+
+
+def workload_independent(
+    spec: TestSpec, profile: Profile, capacity: int, bs: int
+) -> Precondition | None:
+    """A test's workload-independent preconditioning (None: it has none); ``bs``: the
+    test's block size, for ``precondition_bs = "match"``."""
+    if not spec.precondition or profile.precondition.capacity_multiple <= 0:
+        return None
+    pbs = spec.precondition_bs
+    if pbs is None or (pbs == 0 and not bs):
+        pbs = profile.precondition.bs
+    elif pbs == 0:
+        pbs = bs
+    return Precondition(
+        total_bytes=precondition_bytes(
+            capacity, profile.precondition.capacity_multiple, pbs * spec.workload.numjobs
+        ),
+        bs=pbs,
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        max_duration=profile.precondition.max_duration,
+    )
 
 
 def volume_usable(free: int, reserve: int) -> int:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from .planned import PlannedTest, Point
+from .planned import PlannedTest, Point, Precondition
 from .profile import Mix, Share, TestSpec, Tracking
 from .records import OperatingPoint
 from .units import format_duration, format_size
@@ -45,6 +45,8 @@ def bssplit_text(shares: Sequence[Share], sector: int) -> tuple[str, list[str]]:
     """fio's ``bssplit`` for ``shares``; sizes the device cannot address (below or
     not a multiple of its logical sector) are folded into the smallest size it
     can, with a note saying so."""
+    if not shares:
+        return "", []
     out: dict[int, float] = {}
     folded = []
     fits = sorted(int(s.value) for s in shares if int(s.value) % sector == 0)
@@ -107,10 +109,15 @@ def _intervals(spec: TestSpec, base: Point) -> tuple[Point, ...]:
 
 
 def stages(
-    spec: TestSpec, active: int, sector: int, notes: Sequence[str] = ()
+    spec: TestSpec,
+    active: int,
+    sector: int,
+    wipc: Precondition | None = None,
+    notes: Sequence[str] = (),
 ) -> tuple[list[PlannedTest], list[str]]:
     """The stages of a test of several stages, and plan notes (a test that cannot
-    run on this device is left out with a note)."""
+    run on this device is left out with a note).  ``wipc``: the workload-independent
+    preconditioning of the first stage (CBW and DIRTH; None: none)."""
     build = {"hir": _hir, "xsr": _xsr, "cbw": _intensity, "dirth": _intensity}[spec.procedure]
     bss = ""
     notes = list(notes)
@@ -119,7 +126,10 @@ def stages(
         notes += fold
     elif any(bs % sector for bs in spec.block_sizes):
         return [], [f"test {spec.name} skipped: its block size does not fit {sector}-byte sectors"]
-    return build(spec, active, bss, tuple(notes)), []
+    staged = build(spec, active, bss, tuple(notes))
+    if wipc is not None:
+        staged[0] = dataclasses.replace(staged[0], precondition=wipc)
+    return staged, []
 
 
 def _base(spec: TestSpec, bss: str, mix: Mix, numjobs: int, iodepth: int, runtime: float) -> Point:

@@ -962,12 +962,6 @@ def _procedure_defaults(
 ) -> None:
     """Check a test of several stages and fill in what its procedure implies
     (the block sizes of XSR's groups, CBW's composite block size)."""
-    proc = t["procedure"]
-    if not proc:
-        return
-    for key in _NEEDS[proc]:
-        if not t[key]:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
     if t["bssplit"]:
         total = math.fsum(s.pct for s in t["bssplit"])
         if abs(total - 100.0) > 0.01:
@@ -979,6 +973,14 @@ def _procedure_defaults(
         ):
             if abs(total - 100.0) > 0.01:
                 raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+    proc = t["procedure"]
+    if not proc:
+        if t["bssplit"]:  # a block-size mix: one composite point per mix
+            t["block_sizes"] = (COMPOSITE,)
+        return
+    for key in _NEEDS[proc]:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
     if proc == "xsr":
         t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
         t["mixes"] = t["mixes"] or (Mix(0),)
@@ -987,7 +989,7 @@ def _procedure_defaults(
     for key in ("mixes", "block_sizes"):
         if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
             raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
-    if t["precondition"]:
+    if t["precondition"] and proc in ("hir", "xsr"):
         raise err(
             f"tests.{tname}.precondition",
             f"a {proc} test has no workload-independent preconditioning: set precondition = false",

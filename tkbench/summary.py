@@ -83,9 +83,14 @@ def run_summary(run: RunData) -> dict[str, Any]:
             {**test_summary(t), **test_parts(t, m.target), **stage_parts(t, run.tests)}
             for t in run.tests
         ],
-        # the tests beyond the basic four by the profile's test name: what each measured
-        "procedures": procedures(run),
-    }
+    } | _procedures(run)
+
+
+def _procedures(run: RunData) -> dict[str, Any]:
+    """``procedures`` only where the run has tests beyond the basic four (the output of
+    other runs stays as it was)."""
+    found = procedures(run)
+    return {"procedures": found} if found else {}
 
 
 def procedures(run: RunData) -> dict[str, dict[str, Any]]:

@@ -45,7 +45,7 @@ from .ptsstages import STAGED, StagedRequirement
 
 
 def _sizes(sizes: Iterable[int]) -> str:
-    return ", ".join(format_size(b) for b in sizes)
+    return ", ".join(format_size(b) if b else "composite (bssplit)" for b in sizes)
 
 
 def _mixes(mixes: Iterable[int]) -> str:

@@ -58,6 +58,7 @@ class StagedRequirement:
     operating_prewrite: float = 0.0
     operating_runtime: float = 0.0
     ceiling: float = 0.0  # seconds
+    wipc: bool = False  # workload-independent preconditioning before the first stage
 
 
 HOUR = 3600.0
@@ -93,6 +94,7 @@ STAGED: dict[str, StagedRequirement] = {
         operating_prewrite=HOUR,
         operating_runtime=600.0,
         ceiling=0.005,
+        wipc=True,
     ),
     "dirth": StagedRequirement(
         "dirth",
@@ -104,6 +106,7 @@ STAGED: dict[str, StagedRequirement] = {
         operating_prewrite=HOUR,
         operating_runtime=600.0,
         ceiling=0.005,
+        wipc=True,
     ),
 }
 
@@ -123,6 +126,14 @@ def judge(add: Add, ref: StagedRequirement, variant_load: tuple[int, int], plan:
     pts = plan.points
     measured = [p for p in pts if p.role != "prewrite"]
     if plan.stage == "precondition":
+        if ref.wipc != (plan.precondition is not None):
+            add(
+                "workload-independent preconditioning",
+                "2x the user capacity of 128k sequential writes after the purge"
+                if ref.wipc
+                else "none: the stage starts from the purged drive",
+                "none" if plan.precondition is None else "2x the user capacity",
+            )
         load = ref.load or variant_load
         loads = {(p.numjobs, p.iodepth) for p in pts}
         if loads != {load}:
