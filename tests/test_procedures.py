@@ -147,6 +147,38 @@ def test_tests_selects_a_subset_and_refuses_an_unknown_name(
     assert err.count("\n") == 1 and "no test 'nosuch'" in err and "dirth" in err
 
 
+@pytest.mark.parametrize("workload", ["oltp", "vod", "metadata", "composite"])
+def test_write_saturation_optional_workloads_are_no_departure(workload: str) -> None:
+    from tkbench.analysis.conformance import judge_plan
+
+    pl = planmod.build(
+        profile.load("pts-e", [f"tests.wsat.wsat_workload={workload}", *_ONLY_WSAT]),
+        planmod.TargetInfo("/dev/x", "block", 400 * GiB),
+    )
+    (wsat,) = pl.tests
+    assert wsat.points[0].label != "4k 0/100" and wsat.tracking
+    assert judge_plan(pl).conforms
+    # the same change made by hand, not as an optional workload, is a departure
+    by_hand = planmod.build(
+        profile.load(
+            "pts-e",
+            [
+                'tests.wsat.block_sizes=["16k"]',
+                'tests.wsat.tracking=["iops 16k 0/100"]',
+                *_ONLY_WSAT,
+            ],
+        ),
+        planmod.TargetInfo("/dev/x", "block", 400 * GiB),
+    )
+    assert not judge_plan(by_hand).conforms
+
+
+_ONLY_WSAT = [
+    f"tests.{t}.enabled=false"
+    for t in ("iops", "throughput", "latency", "hir", "xsr", "cbw", "dirth")
+]
+
+
 # --------------------------------------------------------------------------- rules
 
 

@@ -500,6 +500,28 @@ def _precondition_bs(v: Any) -> int:
     return _block_size(v)
 
 
+# Write Saturation's optional workloads: what ``wsat_workload`` sets (docs/profiles.md)
+COMPOSITE_SIZES: tuple[str, ...] = ("512/4", "1k/1", "1536/1", "2k/1", "2560/1", "3k/1")
+COMPOSITE_SIZES += ("3584/1", "4k/67", "8k/10", "16k/7", "32k/3", "64k/3")
+
+
+def _preset(pattern: str, bs: int, read: int, track: str) -> dict[str, Any]:
+    return {"pattern": pattern, "block_sizes": (bs,), "mixes": (Mix(read),), "track": track}
+
+
+WSAT_WORKLOADS: dict[str, dict[str, Any]] = {
+    "oltp": _preset("random", 8192, 65, "8k"),
+    "vod": _preset("sequential", 131072, 90, "128k"),
+    "metadata": _preset("sequential", 512, 50, "512"),
+    "composite": {
+        "pattern": "random",
+        "mixes": (Mix(0),),
+        "bssplit": tuple(Share.parse_bs(x) for x in COMPOSITE_SIZES),
+        "zones": tuple(Share.parse_zone(x) for x in ("50/5", "30/15", "20/80")),
+        "track": "composite",
+    },
+}
+
 TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "title": (_str, None),
     "description": (_str, ""),
@@ -524,6 +546,7 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "end_fsync": (_bool, False),
     "response_histogram": (_duration(0.0, lo_open=False, hi=DAY), 0.0),
     "procedure": (_choice(PROCEDURES[1:]), ""),
+    "wsat_workload": (_choice(("required", *WSAT_WORKLOADS)), "required"),
     "intervals": (_int(1, 10000), 1),
     "tracking_interval": (_choice(("first", "last")), "last"),
     "threads": (_list(_int(1, 1024)), ()),
@@ -973,6 +996,13 @@ def _procedure_defaults(
         ):
             if abs(total - 100.0) > 0.01:
                 raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+    preset = WSAT_WORKLOADS.get(t["wsat_workload"])
+    if preset is not None:  # Write Saturation's optional workloads (PTS 2.0)
+        if t["kind"] != "saturation":
+            raise err(f"tests.{tname}.wsat_workload", "only a saturation test has these")
+        t.update(preset)
+        t["tracking"] = (Tracking.parse(f"iops {preset['track']} {preset['mixes'][0].label}"),)
+        del t["track"]
     proc = t["procedure"]
     if not proc:
         if t["bssplit"]:  # a block-size mix: one composite point per mix

@@ -38,6 +38,7 @@ from .pts import (
     TestRequirement,
     Variant,
     stored_variant,
+    wsat_option,
 )
 from .ptsstages import STAGED, StagedRequirement
 
@@ -353,6 +354,8 @@ def _judge(
         if not mine and ref.name not in profile_tests:
             continue  # not in the profile: the claim does not cover it
         judged.append(ref.name)
+        if ref.name == "wsat" and len(mine) == 1:  # one of its optional workloads?
+            ref = wsat_option([(p.pattern, p.bs, p.read_pct) for p in mine[0].points]) or ref
         _group(out, ref, mine, skipped.get(ref.name), sector)
         for p in mine:
             _static(out, ref, var, p, capacity, planned)

@@ -17,8 +17,8 @@ then: PTS-C for the profile named ``pts-c``, PTS-E for any other
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..records import Manifest
@@ -126,6 +126,27 @@ TESTS: tuple[TestRequirement, ...] = (
     ),
 )
 BY_NAME = {r.name: r for r in TESTS}
+# Write Saturation's optional workloads (profile key ``wsat_workload``): PTS 2.0 lets the
+# operator run WSAT with one of these instead of the required RND 4 KiB writes (values
+# from a PTS 2.0 implementation, see docs/methodology.md).  (pattern, block size, read %)
+WSAT_OPTIONS: dict[str, tuple[str, int, int]] = {
+    "oltp": ("random", 8 * K, 65),
+    "vod": ("sequential", 128 * K, 90),
+    "metadata": ("sequential", 512, 50),
+    "composite": ("random", 0, 0),
+}
+
+
+def wsat_option(plan_points: Sequence[tuple[str, int, int]]) -> TestRequirement | None:
+    """Write Saturation's requirement for an optional workload its points run
+    ((pattern, block size, read %) of each point), or None for the required one."""
+    ref = BY_NAME["wsat"]
+    for pattern, bs, read in WSAT_OPTIONS.values():
+        if list(plan_points) == [(pattern, bs, read)]:
+            return replace(ref, pattern=pattern, block_sizes=(bs,), mixes=(read,))
+    return None
+
+
 NO_VARIANT = "none"
 
 
