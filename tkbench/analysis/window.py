@@ -57,8 +57,10 @@ TAIL_SAMPLES = 10
 
 
 def samples_needed(pct: float) -> int:
-    """I/Os needed before the ``pct`` percentile means anything."""
-    return math.ceil(TAIL_SAMPLES / (1.0 - pct / 100.0) - 1e-9)
+    """I/Os needed before the ``pct`` percentile means anything: ``TAIL_SAMPLES`` of
+    them beyond it (99.9 %: 10,000; 99.999 %: 1,000,000).  Rounded to a millionth
+    first, so that binary fractions cannot add one (99.9 % gave 10,001)."""
+    return math.ceil(round(TAIL_SAMPLES / ((100.0 - pct) / 100.0), 6))
 
 
 def merge_bins(dirs: Iterable[Direction]) -> dict[int, int]:
