@@ -6,20 +6,29 @@ by hand, so every expected number is known."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
+import shutil
+import subprocess
 from collections import Counter
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
+from tests._helpers import sets
+from tkbench import cli
 from tkbench.analysis.window import (
     combined_percentiles,
     point_means,
     pooled_percentiles,
     samples_needed,
 )
-from tkbench.records import Direction, PointResult, Round
+from tkbench.fiojson import percentile_from_bins
+from tkbench.records import Direction, PlannedPoint, PointResult, Round, TestPlan
+from tkbench.report import fmt
+from tkbench.report.tables import COMBINED, blank_note, latency_rows
 from tkbench.vocab import MS
 
 
@@ -145,3 +154,122 @@ def test_point_means_carry_it_for_mixed_points_only() -> None:
     assert c.percentiles_ms["99.9"] == exact_percentile(every, 99.9) / MS
     assert c.percentiles_ms["99.99"] is None  # 20,000 I/Os, 100,000 needed
     assert means[(4096, 100)].combined is None
+
+
+def test_latency_table_has_an_r_plus_w_row_and_explains_its_blanks() -> None:
+    mixed = direction(synthetic(12, 6_500, 80_000)), direction(synthetic(13, 3_500, 300_000))
+    pure = direction(synthetic(14, 20_000, 90_000))
+    points = (
+        PointResult(bs=4096, read_pct=65, read=mixed[0], write=mixed[1], lat_mean_ns=2e5),
+        PointResult(bs=4096, read_pct=0, write=pure, lat_mean_ns=9e4),
+    )
+    rnd = Round(round=1, points=points, tracking={}, total_written_bytes=0.0)
+    plan = TestPlan(
+        name="latency",
+        kind="steady",
+        points=tuple(
+            PlannedPoint(bs=4096, read_pct=m, label="4k", job=f"p{m}", runtime=1.0) for m in (65, 0)
+        ),
+    )
+    rows = latency_rows(plan, point_means([rnd]), KEYS)
+    assert [(r.mix, r.direction, r.samples) for r in rows] == [
+        ("65/35", "read", 6_500),
+        ("65/35", "write", 3_500),
+        ("65/35", COMBINED, 10_000),
+        ("0/100", "write", 20_000),
+    ]
+    both = rows[2]
+    assert both.iops == pytest.approx(rows[0].iops + rows[1].iops)
+    every = synthetic(12, 6_500, 80_000) + synthetic(13, 3_500, 300_000)
+    assert both.percentiles_ms == (
+        exact_percentile(every, 99.0) / MS,
+        exact_percentile(every, 99.9) / MS,
+        None,
+    )
+    assert blank_note(rows, KEYS) == (
+        "Blank for too few I/Os (99.9 % needs 10,000, 99.99 % needs 100,000): "
+        "4k 65/35 read (6,500 I/Os): 99.9 %, 99.99 %; "
+        "4k 65/35 write (3,500 I/Os): 99.9 %, 99.99 %; "
+        "4k 65/35 R+W (10,000 I/Os): 99.99 %; "
+        "4k 0/100 write (20,000 I/Os): 99.99 %."
+    )
+    assert blank_note(rows[:0], KEYS) == ""
+
+
+# --------------------------------------------------------------------------- real fio
+
+# the quick profile's latency test alone, 4k at 65/35 and 0/100 (its tracking point),
+# three rounds of 0.5 s points
+MIXED_LATENCY = [
+    "tests.iops.enabled=false",
+    "tests.throughput.enabled=false",
+    "tests.wsat.enabled=false",
+    'tests.latency.mixes=["65/35", "0/100"]',
+    "tests.latency.rounds.max=3",
+    "tests.latency.rounds.window=3",
+    "tests.latency.point_runtime=0.5s",  # 1.5 s of 65/35: thousands of I/Os, not millions
+]
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs poppler-utils")
+def test_real_mixed_run_shows_reads_and_writes_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "--profile", "quick", "--target", str(tmp_path / "t.img"), "--size", "16M"]
+    argv += ["--yes", "--out", str(out), "--no-history"]
+    assert cli.main([*argv, *sets(*MIXED_LATENCY)]) == 0
+    # the window's read and write bins, straight from the stored round files
+    bins: Counter[int] = Counter()
+    ios = {"read": 0, "write": 0}
+    for path in sorted((out / "tests/latency/rounds").glob("*.json")):
+        point = json.loads(path.read_text())["points"][0]
+        assert (point["bs"], point["read_pct"]) == (4096, 65)
+        for name in ("read", "write"):
+            ios[name] += point[name]["total_ios"]
+            bins.update({int(k): int(v) for k, v in point[name]["bins_ns"].items()})
+    total = ios["read"] + ios["write"]
+    assert ios["read"] > 0 and ios["write"] > 0 and sum(bins.values()) == total
+
+    capsys.readouterr()
+    assert cli.main(["show", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    (lat,) = [t for t in shown["tests"] if t["name"] == "latency"]
+    assert lat["round_numbers"] == [1, 2, 3]  # window = 3: every round
+    point, writes = lat["window_percentiles"]
+    assert (point["bs"], point["read_pct"]) == (4096, 65)
+    assert writes["read_pct"] == 0 and writes["read"] is None and writes["combined"] is None
+    assert point["read"]["samples"] == ios["read"] and point["write"]["samples"] == ios["write"]
+    combined = point["combined"]
+    assert combined["samples"] == total
+    assert combined["needs_samples"]["99.99"] == 100_000
+    for key, ms in combined["percentiles_ms"].items():
+        if total >= combined["needs_samples"][key]:
+            assert ms == percentile_from_bins(bins, float(key)) / MS, key
+        else:
+            assert ms is None, key
+    blank = [k for k, v in combined["percentiles_ms"].items() if v is None]
+    assert "99.999" in blank  # 1,000,000 I/Os: never in 1.5 s at QD 1
+
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [
+        line.split() for line in text.splitlines() if line.split()[:3] == ["4k", "65/35", "R+W"]
+    ]
+    # the table's row: point, direction, IOPS, mean, four percentiles, max (not the
+    # list of I/Os under the table, which can begin a line the same way)
+    rows = [r for r in rows if len(r) == 10]
+    assert len(rows) == 1, "no (or more than one) R+W row in the latency table"
+    assert rows[0][5] == fmt.sig(combined["percentiles_ms"]["99"])  # IOPS, mean, then 99 %
+    flat = " ".join(text.split())
+    assert f"4k 65/35 read {ios['read']:,}; 4k 65/35 write {ios['write']:,}; " \
+        f"4k 65/35 R+W {total:,}; 4k 0/100 write " in flat  # fmt: skip
+    note = flat[flat.index("Blank for too few I/Os (") :]
+    for k in blank:  # what each blank percentile needs, then the rows with blanks
+        assert f"{k} % needs {samples_needed(float(k)):,}" in note[: note.index("): ")]
+    assert f"4k 65/35 R+W ({total:,} I/Os): {', '.join(f'{k} %' for k in blank)}" in note
