@@ -6,11 +6,12 @@ import time
 from typing import Any
 
 from . import cacherecord
-from .analysis import analyze_test
+from .analysis import TestAnalysis, analyze_test
 from .analysis.conformance import judge_run
 from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
+from .analysis.window import DIRECTIONS, DirMean
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
 from .partsummary import stage_parts, test_parts
@@ -47,7 +48,39 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["stop_reason"] = t.result.stop_reason
     if a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
+    if plan.histogram:
+        out["window_percentiles"] = window_percentiles(t, a)
     return out
+
+
+def window_percentiles(t: TestData, a: TestAnalysis) -> list[dict[str, Any]]:
+    """A histogram test's percentiles over the window, per point in the plan's order:
+    read, write (null where the point did none) and, for a mixed point, ``combined``
+    from the summed histograms (null otherwise); each with the I/Os behind it, a
+    percentile too few I/Os stand behind is null."""
+    asked = [f"{p:g}" for p in t.plan.percentiles]
+    out = []
+    for bs in t.plan.block_sizes:
+        for m in t.plan.mixes:
+            pm = a.means.get((bs, m))
+            if pm is None:
+                continue
+            item: dict[str, Any] = {"bs": bs, "read_pct": m}
+            for name in DIRECTIONS:
+                d = pm.directions.get(name)
+                item[name] = None if d is None else _direction_percentiles(d, asked)
+            item["combined"] = None if pm.combined is None else pm.combined.to_dict()
+            out.append(item)
+    return out
+
+
+def _direction_percentiles(d: DirMean, asked: list[str]) -> dict[str, Any]:
+    keys = asked or list(d.percentiles_ms)
+    return {
+        "samples": d.samples,
+        "basis": d.percentile_basis,
+        "percentiles_ms": {k: d.percentiles_ms.get(k) for k in keys},
+    }
 
 
 def repeat_points(t: TestData) -> list[dict[str, Any]]:

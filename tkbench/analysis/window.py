@@ -5,8 +5,10 @@ The window is the steady-state window when the test has tracking variables (the 
 segment for a fixed test, and the last ``window`` rounds for write saturation.  A
 point's window value is the mean of its per-round values (the maximum for maximum
 response times); percentiles are read from the window's merged latency histograms,
-never averaged.  Checks, history, comparisons, exports and the report all read
-values through here.
+never averaged.  A mixed point of a test that keeps histograms also has its
+percentiles over reads and writes together, from the summed read and write
+histograms (:func:`combined_percentiles`).  Checks, history, comparisons, exports
+and the report all read values through here.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ TAIL_SAMPLES = 10
 
 
 def samples_needed(pct: float) -> int:
-    """I/Os needed before the ``pct`` percentile means anything."""
-    return math.ceil(TAIL_SAMPLES / (1.0 - pct / 100.0) - 1e-9)
+    """I/Os needed before the ``pct`` percentile means anything: ``TAIL_SAMPLES`` of
+    them beyond it (99.9 %: 10,000; 99.999 %: 1,000,000).  Rounded to a millionth
+    first, so that binary fractions cannot add one (99.9 % gave 10,001)."""
+    return math.ceil(round(TAIL_SAMPLES / ((100.0 - pct) / 100.0), 6))
 
 
 def merge_bins(dirs: Iterable[Direction]) -> dict[int, int]:
@@ -162,6 +166,55 @@ class DirMean:
 
 
 @dataclass(frozen=True)
+class Combined:
+    """Percentiles of a mixed point over reads and writes together, over the window."""
+
+    samples: int  # I/Os behind them (reads + writes, from the summed histograms)
+    percentiles_ms: dict[str, float | None]  # every key asked; None: too few samples
+    needed: dict[str, int]  # I/Os each percentile needs (:func:`samples_needed`)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The percentiles left blank for too few samples."""
+        return tuple(k for k, v in self.percentiles_ms.items() if v is None)
+
+    def to_dict(self) -> dict[str, object]:
+        """For ``tkbench show --json``."""
+        return {
+            "samples": self.samples,
+            "percentiles_ms": dict(self.percentiles_ms),
+            "needs_samples": dict(self.needed),
+        }
+
+
+def combined_percentiles(
+    reads: Sequence[Direction], writes: Sequence[Direction], keys: Sequence[str]
+) -> Combined | None:
+    """Percentiles over reads and writes together of a point's window rounds.
+
+    The read and write histograms of every round are summed bin by bin and each
+    percentile read from the sum with fio's rule; two percentiles are never
+    averaged.  ``None`` unless both directions did I/O and every round that did
+    kept its json+ histogram (without them there is nothing to sum).  A percentile
+    with fewer than :func:`samples_needed` samples is ``None``.
+    """
+    active_r = [d for d in reads if d.io_bytes > 0]
+    active_w = [d for d in writes if d.io_bytes > 0]
+    if not active_r or not active_w:
+        return None
+    dirs = active_r + active_w
+    if not all(d.bins_ns for d in dirs):
+        return None
+    merged = merge_bins(dirs)
+    count = sum(merged.values())
+    needed = {k: samples_needed(float(k)) for k in keys}
+    found: dict[str, float | None] = {
+        k: percentile_from_bins(merged, float(k)) / MS if count >= needed[k] else None for k in keys
+    }
+    return Combined(samples=count, percentiles_ms=found, needed=needed)
+
+
+@dataclass(frozen=True)
 class PointMean:
     """One workload point, over the window rounds."""
 
@@ -173,21 +226,30 @@ class PointMean:
     lat_mean_ms: float
     lat_max_ms: float
     directions: dict[str, DirMean]
+    # reads and writes together, for a mixed point with histograms (else None)
+    combined: Combined | None = None
 
 
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else math.nan
 
 
+def _percentile_keys(dirs: Iterable[Direction]) -> list[str]:
+    """The percentiles fio reported, in its order (``"99"``, ``"99.9"`` ...)."""
+    keys: list[str] = []
+    for d in dirs:
+        if d.io_bytes > 0:
+            for k in d.percentiles_ns:
+                if k not in keys:
+                    keys.append(k)
+    return keys
+
+
 def _dir_mean(dirs: Sequence[Direction]) -> DirMean | None:
     active = [d for d in dirs if d.io_bytes > 0]
     if not active:
         return None
-    keys: list[str] = []
-    for d in active:
-        for k in d.percentiles_ns:
-            if k not in keys:
-                keys.append(k)
+    keys = _percentile_keys(active)
     pooled, samples, basis = pooled_percentiles(active, keys)
     return DirMean(
         iops=_mean([d.iops for d in active]),
@@ -215,6 +277,8 @@ def point_means(records: Sequence[Round]) -> dict[tuple[int, int], PointMean]:
             dm = _dir_mean([getattr(p, name) for p in pts])
             if dm is not None:
                 directions[name] = dm
+        reads, writes = [p.read for p in pts], [p.write for p in pts]
+        keys = _percentile_keys([*reads, *writes])
         out[key] = PointMean(
             bs=key[0],
             read_pct=key[1],
@@ -224,5 +288,6 @@ def point_means(records: Sequence[Round]) -> dict[tuple[int, int], PointMean]:
             lat_mean_ms=_mean([p.lat_mean_ns / MS for p in pts]),
             lat_max_ms=max(p.lat_max_ns / MS for p in pts),
             directions=directions,
+            combined=combined_percentiles(reads, writes, keys),
         )
     return out

@@ -40,7 +40,7 @@ from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
 from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
-from .tables import histograms, latency_rows, matrices_for, percentile_names
+from .tables import blank_note, histograms, latency_rows, matrices_for, percentile_names
 
 
 def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
@@ -79,6 +79,7 @@ def test_report(
     if sat is not None:
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
+    latency = latency_rows(plan, means, names) if metric == "lat_mean" else ()
     per_point = section.per_point
     queue_note, queue_warn = queue_check(plan, records) if per_point else ("", False)
     tracking = tracking_of(plan)
@@ -110,7 +111,8 @@ def test_report(
         rounds=round_rows(plan, t.rounds, window) if per_point else (),
         matrices=matrices_for(metric, plan, means) if per_point else (),
         percentile_names=names,
-        latency=latency_rows(plan, means, names) if metric == "lat_mean" else (),
+        latency=latency,
+        latency_blank_note=blank_note(latency, names),
         histograms=histograms(plan, records, means) if plan.histogram else (),
         saturation=sat,
         health=health_rows(t.health_before, t.health_after),

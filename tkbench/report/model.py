@@ -114,7 +114,7 @@ class LatencyRow:
 
     bs: str
     mix: str
-    direction: str  # "read" | "write"
+    direction: str  # "read" | "write" | "R+W" (a mixed point's reads and writes together)
     iops: float
     mean_ms: float
     max_ms: float
@@ -194,6 +194,7 @@ class TestReport:
     matrices: tuple[Matrix, ...]
     percentile_names: tuple[str, ...] = ()
     latency: tuple[LatencyRow, ...] = ()
+    latency_blank_note: str = ""  # why percentiles of `latency` are blank (too few I/Os)
     histograms: tuple[Histogram, ...] = ()
     saturation: Saturation | None = None
     health: tuple[tuple[str, str, str], ...] = ()  # (quantity, before, after) of SMART data

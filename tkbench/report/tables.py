@@ -1,5 +1,6 @@
 """The report's result tables of a test: block size x R/W mix matrices, the latency
-table with pooled percentiles, and the response-time histograms (pure)."""
+table with pooled percentiles (and, for a mixed point with histograms, a row of
+reads and writes together), and the response-time histograms (pure)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.window import DIRECTIONS, DirMean, PointMean, find_point, merge_bins
+from ..analysis.window import (
+    DIRECTIONS,
+    DirMean,
+    PointMean,
+    find_point,
+    merge_bins,
+    samples_needed,
+)
 from ..fiojson import percentile_from_bins
 from ..records import Round, TestPlan
 from ..units import format_size
@@ -79,22 +87,79 @@ def percentile_names(plan: TestPlan, means: Mapping[tuple[int, int], PointMean])
     return tuple(k for k in ("99", "99.9", "99.99", "99.999") if k in found)
 
 
+COMBINED = "R+W"  # the latency table's direction for reads and writes together
+
+
 def latency_rows(
     plan: TestPlan, means: Mapping[tuple[int, int], PointMean], names: Sequence[str]
 ) -> tuple[LatencyRow, ...]:
-    return tuple(
-        LatencyRow(
-            bs=format_size(bs),
-            mix=mix_label(m),
-            direction=direction,
-            iops=d.iops,
-            mean_ms=d.mean_ms,
-            max_ms=d.max_ms,
-            percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
-            samples=d.samples,
+    """Every measured direction of every point, and after a mixed point's read and
+    write rows its ``R+W`` row: percentiles of the summed histograms, IOPS of both,
+    the point's I/O-weighted mean and its largest response time."""
+    rows: list[LatencyRow] = []
+    last: tuple[int, int] | None = None
+    for bs, m, direction, d in measured_directions(plan, means):
+        if last is not None and last != (bs, m):
+            rows += _combined_row(means[last], names)
+        last = (bs, m)
+        rows.append(
+            LatencyRow(
+                bs=format_size(bs),
+                mix=mix_label(m),
+                direction=direction,
+                iops=d.iops,
+                mean_ms=d.mean_ms,
+                max_ms=d.max_ms,
+                percentiles_ms=tuple(d.percentiles_ms.get(n) for n in names),
+                samples=d.samples,
+            )
         )
-        for bs, m, direction, d in measured_directions(plan, means)
-    )
+    if last is not None:
+        rows += _combined_row(means[last], names)
+    return tuple(rows)
+
+
+def _combined_row(pm: PointMean, names: Sequence[str]) -> list[LatencyRow]:
+    c = pm.combined
+    if c is None:
+        return []
+    return [
+        LatencyRow(
+            bs=format_size(pm.bs),
+            mix=mix_label(pm.read_pct),
+            direction=COMBINED,
+            iops=sum(d.iops for d in pm.directions.values()),
+            mean_ms=pm.lat_mean_ms,
+            max_ms=pm.lat_max_ms,
+            percentiles_ms=tuple(c.percentiles_ms.get(n) for n in names),
+            samples=c.samples,
+        )
+    ]
+
+
+def blank_note(rows: Sequence[LatencyRow], names: Sequence[str]) -> str:
+    """Why percentiles of the latency table are blank: what each needs
+    (:func:`samples_needed`), and every row with blanks, its I/Os and which ("" when
+    none is blank for too few I/Os)."""
+    need = {n: samples_needed(float(n)) for n in names}
+    blanks = []
+    short_of: list[str] = []
+    for row in rows:
+        short = [
+            n
+            for n, v in zip(names, row.percentiles_ms, strict=True)
+            if v is None and row.samples < need[n]
+        ]
+        if short:
+            blanks.append(
+                f"{row.bs} {row.mix} {row.direction} ({row.samples:,} I/Os): "
+                + ", ".join(f"{n} %" for n in short)
+            )
+            short_of += [n for n in short if n not in short_of]
+    if not blanks:
+        return ""
+    needs = ", ".join(f"{n} % needs {need[n]:,}" for n in names if n in short_of)
+    return f"Blank for too few I/Os ({needs}): {'; '.join(blanks)}."
 
 
 def measured_directions(
