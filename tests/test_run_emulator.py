@@ -76,6 +76,8 @@ def test_issue_sequence_reaches_steady_state_and_shows_saturation(
             "run",
             "--profile",
             "quick",
+            "--tests",  # the basic four (tests/test_emulator_stages.py: the others)
+            "iops,throughput,latency,wsat",
             "--target",
             f"nbd+unix:///?socket={sock}",
             "--yes",

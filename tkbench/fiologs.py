@@ -20,6 +20,7 @@ from .errors import FioJobError
 from .records import Series
 
 KIB = 1024
+LATE = 2.5  # windows: a later line is the first after a gap without I/O
 
 
 def prefix(job: str) -> str:
@@ -53,8 +54,9 @@ def _slots(
     """The sample each (clone, window end) belongs to.  fio's windows are a little
     longer than asked (1,508 ms for 1,500), so nominal times drift apart from real
     ones over a long run; each clone's windows are therefore counted along its own
-    lines: the next window is the next sample, a gap of n windows (host idle) skips
-    n - 1 samples."""
+    lines: a line within LATE windows of the one before is the next sample (on a
+    loaded machine fio writes a line up to about one and a half windows late), a
+    longer gap of n windows (host idle, which is always longer) skips n - 1."""
     out: dict[tuple[str, int], int] = {}
     by_clone: dict[str, list[int]] = {}
     for clone, t, _, _ in lines:
@@ -65,8 +67,10 @@ def _slots(
         for t in sorted(set(times)):
             if prev is None:
                 b = max(0, math.floor((t - first) / step + 0.5))
+            elif t - prev < LATE * step:
+                b += 1  # the next window, however late fio wrote its line
             else:
-                b += max(1, math.floor((t - prev) / step + 0.5))
+                b += math.floor((t - prev) / step + 0.5)
             out[(clone, t)] = b
             prev = t
     return out
