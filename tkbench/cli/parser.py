@@ -248,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a profile value (repeatable)",
     )
+    p.add_argument(
+        "--tests",
+        metavar="NAME,...",
+        help="run only these tests of the profile, in the profile's order "
+        "(iops, throughput, latency, wsat, hir, xsr, cbw, dirth)",
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
