@@ -83,10 +83,11 @@ def test_host_idle_lets_the_drive_recover_more_the_longer_it_lasts(
 ) -> None:
     states = procedures["hir"]["wait_states"]
     assert [w["idle_s"] for w in states] == [0.3, 1.2]
-    # On a busy machine fio's 0.1 s log windows can come late, so an empty sample
-    # may split one burst in two; each part's I/O still counts over a whole burst's
-    # time, so the sum of the bursts' IOPS stays that of the six real bursts.
-    short, long = (w["recovery"] * w["bursts"] / BURSTS for w in states)
+    # every burst found whole (a late log line is no gap: tkbench/fiologs.py); the
+    # last may be cut by the end of the wait state's time, which fio 3.33 spends
+    # partly on a longer first burst
+    assert all(BURSTS - 1 <= w["bursts"] <= BURSTS for w in states), states
+    short, long = (w["recovery"] for w in states)
     # write bursts after a long idle beat the steady state, and clearly beat those
     # after an idle too short for background garbage collection
     assert long > 1.1, states
