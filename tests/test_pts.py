@@ -263,7 +263,8 @@ def test_a_custom_profile_may_claim_a_variant(tmp_path: Path) -> None:
 def test_tests_outside_the_table_are_departures_and_absent_ones_are_not(tmp_path: Path) -> None:
     f = tmp_path / "plus.toml"
     f.write_text(
-        'extends = "pts-e"\n[tests.extra]\nkind = "fixed"\nmixes = ["0/100"]\nblock_sizes = ["4k"]\n'
+        'extends = "pts-e"\n[tests.extra]\nkind = "fixed"\n'
+        'mixes = ["0/100"]\nblock_sizes = ["4k"]\n'
     )
     plus = judge_plan(planmod.build(profile.load(str(f)), planmod.TargetInfo("x", "block", GiB)))
     (d,) = plus.departures
