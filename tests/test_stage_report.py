@@ -103,9 +103,13 @@ def test_precondition_stages_keep_the_steady_state_chapter(staged) -> None:
     # the quick profile tracks HIR's last interval, CBW's and DIRTH's first
     for name, k, which in (("hir", 2, "last"), ("cbw", 1, "first"), ("dirth", 1, "first")):
         part = ch[f"{name}-precondition"]
-        assert "Steady-state convergence" in flat(part) and "Steady-state verification" in flat(part)
+        assert "Steady-state convergence" in flat(part) and "Steady-state verification" in flat(
+            part
+        )
         assert f"IOPS of the tracked interval (#{k} of 2) per round" in flat(part)
-        assert "2 identical intervals" in flat(part) and f"reads the {which} interval (#{k})" in flat(part)
+        assert "2 identical intervals" in flat(
+            part
+        ) and f"reads the {which} interval (#{k})" in flat(part)
         assert "none: this stage is the test's preconditioning" in flat(part)
         assert "by block size and R/W mix" not in flat(part)  # one cell: the tracked interval
     assert "composite (512 4 %" in ch["cbw-precondition"]  # not "0"
@@ -115,7 +119,10 @@ def test_host_idle_recovery_table_and_plot(staged) -> None:
     _run, shown, text = staged
     part = chapters(text, shown)["hir-recovery"]
     rec = shown["hir-recovery"]
-    assert f"Steady-state IOPS of the preconditioning stage: {sig(rec['steady_state_iops'])}" in flat(part)
+    assert (
+        f"Steady-state IOPS of the preconditioning stage: {sig(rec['steady_state_iops'])}"
+        in flat(part)
+    )
     waits = rec["wait_states"]
     assert [w["idle_s"] for w in waits] == [0.3, 0.6]
     for w in waits:
@@ -150,7 +157,9 @@ def test_cross_stimulus_transitions_and_plots(staged) -> None:
     assert "The maximum response time per interval is not sampled: fio 3.33" in flat(part)
     # three groups, not groups 1 and 3 merged into one cell
     assert "1 128k sequential" in flat(part) and "3 128k sequential" in flat(part)
-    assert "by block size and R/W mix" not in flat(part) and "Steady-state convergence" not in flat(part)
+    assert "by block size and R/W mix" not in flat(part) and "Steady-state convergence" not in flat(
+        part
+    )
 
 
 @pytest.mark.parametrize("test", ["cbw", "dirth"])
@@ -163,7 +172,9 @@ def test_intensity_grid_and_plots(staged, test: str) -> None:
         assert f"T{t} {sig(cells[t, 2]['iops'])} {sig(cells[t, 1]['iops'])}" in lines(part)
         ms = f"T{t} {sig(cells[t, 2]['mean_latency_ms'])} {sig(cells[t, 1]['mean_latency_ms'])}"
         assert ms in lines(part)
-        assert f"T{t} {sig(cells[t, 2]['cpu_pct'], 3)} {sig(cells[t, 1]['cpu_pct'], 3)}" in lines(part)
+        assert f"T{t} {sig(cells[t, 2]['cpu_pct'], 3)} {sig(cells[t, 1]['cpu_pct'], 3)}" in lines(
+            part
+        )
     assert "IOPS by thread count and queue depth" in flat(part)
     assert "Demand variation. IOPS over the queue depth" in flat(part)
     assert "Demand intensity. Mean response time over IOPS" in flat(part)

@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator
 
@@ -43,9 +44,39 @@ class ChapterFigures(partfigures.PartFigures):
     stage: StageFigures = field(default_factory=StageFigures)
 
 
+COLUMNS = 1200  # more samples than twice this are drawn as one range per column
+
+
+def envelope(
+    x: Sequence[float], y: Sequence[float], columns: int = COLUMNS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every sample's range per column of the plot: for each of ``columns`` equal slices
+    of x, a vertical stroke from the lowest to the highest value in it (NaN between
+    strokes).  At print resolution it is the plot of every sample, at a fraction of
+    the SVG (55,800 samples of a full-size HIR: 2.7 MB as dots)."""
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    edges = np.linspace(xs.min(), xs.max(), columns + 1)
+    col = np.clip(np.searchsorted(edges, xs, side="right") - 1, 0, columns - 1)
+    lo = np.full(columns, np.inf)
+    hi = np.full(columns, -np.inf)
+    np.minimum.at(lo, col, ys)
+    np.maximum.at(hi, col, ys)
+    used = np.isfinite(lo)
+    mid = ((edges[:-1] + edges[1:]) / 2)[used]
+    nan = np.full(mid.size, np.nan)
+    return (
+        np.column_stack([mid, mid, nan]).ravel(),
+        np.column_stack([lo[used], hi[used], nan]).ravel(),
+    )
+
+
 def _samples(ax: Axes, line: Timeline, values: Sequence[float], color: str, scale: float) -> None:
     x = [t / scale for t in line.t_s]
-    if len(x) > MANY:
+    if len(x) > 2 * COLUMNS:
+        ex, ey = envelope(x, values)
+        ax.plot(ex, ey, color=color, linewidth=1.0, solid_capstyle="round")
+    elif len(x) > MANY:
         dots(ax, x, values, color, 1.6)
     else:
         ax.plot(x, values, "o-", color=color, linewidth=0.7, markersize=2.2)
