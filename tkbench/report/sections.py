@@ -101,6 +101,7 @@ class SteadySection(Section):
 class SaturationSection(Section):
     kind = "saturation"
     per_point = False
+    matrices = False
     no_precondition = "none: write saturation starts from the purged drive, as PTS prescribes"
 
     def verdict(
