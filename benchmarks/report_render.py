@@ -6,9 +6,9 @@ Builds the synthetic run (IOPS 25 rounds x 56 points, Throughput 1024k and 128k,
 Latency with histograms, Write Saturation of 1,440 rounds, and the stages of Host
 Idle Recovery, Cross-Stimulus Recovery, Composite Block Size and DIRTH: 55,800
 HIR samples, a 7 x 7 demand-intensity grid, six operating points with full
-histograms) in a temporary directory, then runs ``tkbench report`` on it in a child process, the way a user
-does, N times.  The time is the child's wall-clock time, interpreter start and
-imports included; the memory is the child's peak resident set size
+histograms) in a temporary directory, then runs ``tkbench report`` on it in a
+child process, the way a user does, N times.  The time is the child's wall-clock
+time, interpreter start and imports included; the memory is the child's peak resident set size
 (``getrusage(RUSAGE_CHILDREN).ru_maxrss``; the run is built with threads in this
 process, so no other child counts).  Goal on the 2-core reference machine:
 <= 20 s and <= 800 MB with all eight tests (it was 15 s and 600 MB for the basic four).
