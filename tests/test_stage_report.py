@@ -114,20 +114,19 @@ def lines(text: str) -> list[str]:
 
 
 def test_precondition_stages_keep_the_steady_state_chapter(staged) -> None:
-    _run, shown, text = staged
+    run, shown, text = staged
     ch = chapters(text, shown)
-    # the quick profile tracks HIR's last interval, CBW's and DIRTH's first
-    for name, k, which in (("hir", 2, "last"), ("cbw", 1, "first"), ("dirth", 1, "first")):
-        part = ch[f"{name}-precondition"]
-        assert "Steady-state convergence" in flat(part) and "Steady-state verification" in flat(
-            part
-        )
-        assert f"IOPS of the tracked interval (#{k} of 2) per round" in flat(part)
-        assert "2 identical intervals" in flat(
-            part
-        ) and f"reads the {which} interval (#{k})" in flat(part)
-        assert "none: this stage is the test's preconditioning" in flat(part)
-        assert "by block size and R/W mix" not in flat(part)  # one cell: the tracked interval
+    for name in ("hir", "cbw", "dirth"):
+        plan = json.loads((run / "tests" / f"{name}-precondition" / "test.json").read_text())
+        n = len(plan["points"])
+        k = next(i for i, p in enumerate(plan["points"]) if not p.get("role")) + 1  # tracked
+        which = "first" if k == 1 else "last" if k == n else f"#{k}"
+        part = flat(ch[f"{name}-precondition"])
+        assert "Steady-state convergence" in part and "Steady-state verification" in part
+        assert f"IOPS of the tracked interval (#{k} of {n}) per round" in part
+        assert f"{n} identical intervals" in part and f"reads the {which} interval (#{k})" in part
+        assert "none: this stage is the test's preconditioning" in part
+        assert "by block size and R/W mix" not in part  # one cell: the tracked interval
     assert "composite (512 4 %" in ch["cbw-precondition"]  # not "0"
 
 
