@@ -3,13 +3,15 @@
     .venv/bin/python benchmarks/report_render.py [--repeat N] [--keep DIR]
 
 Builds the synthetic run (IOPS 25 rounds x 56 points, Throughput 1024k and 128k,
-Latency with histograms, Write Saturation of 1,440 rounds) in a temporary
-directory, then runs ``tkbench report`` on it in a child process, the way a user
-does, N times.  The time is the child's wall-clock time, interpreter start and
-imports included; the memory is the child's peak resident set size
+Latency with histograms, Write Saturation of 1,440 rounds, and the stages of Host
+Idle Recovery, Cross-Stimulus Recovery, Composite Block Size and DIRTH: 55,800
+HIR samples, a 7 x 7 demand-intensity grid, six operating points with full
+histograms) in a temporary directory, then runs ``tkbench report`` on it in a
+child process, the way a user does, N times.  The time is the child's wall-clock
+time, interpreter start and imports included; the memory is the child's peak resident set size
 (``getrusage(RUSAGE_CHILDREN).ru_maxrss``; the run is built with threads in this
 process, so no other child counts).  Goal on the 2-core reference machine:
-<= 15 s and <= 600 MB.
+<= 20 s and <= 800 MB with all eight tests (it was 15 s and 600 MB for the basic four).
 
 Then it builds a second synthetic run of a slower drive and times
 ``tkbench compare RUN_1 RUN_2 --out cmp.pdf`` (tables plus overlaid plots of
@@ -38,8 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the synthetic run is a test tool
 from tests.synthetic import DriveModel, make_synthetic_run
 
-GOAL_SECONDS = 15.0
-GOAL_RSS_MB = 600.0
+GOAL_SECONDS = 20.0
+GOAL_RSS_MB = 800.0
 
 
 def page_count(pdf: Path) -> int:

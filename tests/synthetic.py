@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from tkbench import __version__, jobfile
+from tkbench import __version__, jobfile, procedures
 from tkbench import plan as planmod
 from tkbench import profile as profilemod
-from tkbench.analysis import segment_verdicts, steady, test_result
+from tkbench.analysis import segment_verdicts, stages, steady, test_result
+from tkbench.analysis.window import window, window_records
 from tkbench.fiojson import bucket_value, percentile_from_bins
 from tkbench.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
-from tkbench.store import RunStore
+from tkbench.store import RunStore, TestData
 
 SYNTHETIC_MODEL = "Synthetic data — not a measurement"
 CAPACITY = 15_362_991_415_296  # a 15.36 TB drive: 24 h of WSAT stay below 4x capacity
@@ -236,7 +237,7 @@ def tracking_values(points: Sequence[Mapping[str, Any]], labels: Sequence[str]) 
     for label in labels:
         t = profilemod.Tracking.parse(label)
         for p in points:
-            if p["bs"] == t.bs and p["read_pct"] == t.mix.read:
+            if p["bs"] == t.bs and p["read_pct"] == t.mix.read and not p.get("role"):
                 if t.metric == "iops":
                     out[label] = float(p["iops"])
                 elif t.metric == "bw":
@@ -365,6 +366,132 @@ def iops_decay(
                     return Decay(float(tau), shape, noise)
         noise = _noise(rng, want, pts)
     return Decay(11.0, 2.0, noise)  # not reached within the budget: also a plausible result
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def _with_series(
+    rec: dict[str, Any], interval: float, iops: Sequence[float], lat_ns: float
+) -> dict[str, Any]:
+    """``rec`` with per-interval samples (Series) of ``iops`` and its I/O totals made
+    to agree with them."""
+    bs = int(rec["bs"]) or 8192  # a block-size mix: about 8 KiB per I/O
+    t = [round(interval * (i + 1), 3) for i in range(len(iops))]
+    rec["series"] = {
+        "interval": interval,
+        "t_s": t,
+        "iops": [float(v) for v in iops],
+        "bw_bytes": [float(v) * bs for v in iops],
+        "lat_mean_ns": [lat_ns * (1.0 + 0.3 * float(v == 0)) if v else 0.0 for v in iops],
+    }
+    return rec
+
+
+def recovery_round(
+    plan: Mapping[str, Any], drive: DriveModel, rng: np.random.Generator, start: float
+) -> list[dict[str, Any]]:
+    """Host idle recovery's round: bursts recover more after longer idle."""
+    dt = float(plan["sample"]) or 1.0
+    ss = drive.write_iops_steady
+    points = []
+    for p in plan["points"]:
+        idle, busy = float(p.get("idle", 0.0)), float(p.get("busy", 0.0))
+        n = round(float(p["runtime"]) / dt)
+        if idle > 0:
+            gain = 1.0 + 1.6 * (1.0 - math.exp(-idle / 20.0))  # more idle, more recovery
+            period = round((busy + idle) / dt)
+            on = round(busy / dt)
+            iops = [ss * gain * float(rng.lognormal(0, 0.04)) if i % period < on else 0.0
+                    for i in range(n)]  # fmt: skip
+        else:
+            iops = list(ss * rng.lognormal(0, 0.04, n))
+        rec = loaded_point(p, float(np.mean([v for v in iops if v])), rng)
+        points.append(_with_series(rec, dt, iops, float(rec["lat_mean_ns"])))
+    seconds = math.fsum(float(p["runtime"]) for p in plan["points"])
+    return [round_record(plan["name"], 1, start, seconds, points, (), 0)]
+
+
+def groups_round(
+    plan: Mapping[str, Any], drive: DriveModel, rng: np.random.Generator, start: float
+) -> list[dict[str, Any]]:
+    """Cross-stimulus recovery: each group dips after the change, then settles."""
+    dt = float(plan["sample"]) or 60.0
+    points = []
+    for k, p in enumerate(plan["points"]):
+        seq = p["pattern"] == "sequential"
+        level = drive.iops(p["bs"], p["read_pct"], 1.0, sequential=seq)
+        n = max(round(float(p["runtime"]) / dt), 1)
+        dip = 0.45 if k else 0.0
+        x = np.arange(n)
+        iops = level * (1.0 - dip * np.exp(-x / (n / 12.0))) * rng.lognormal(0, 0.02, n)
+        rec = loaded_point(p, float(iops.mean()), rng)
+        points.append(_with_series(rec, dt, list(iops), float(rec["lat_mean_ns"])))
+    seconds = math.fsum(float(p["runtime"]) for p in plan["points"])
+    return [round_record(plan["name"], 1, start, seconds, points, (), 0)]
+
+
+def intensity_rounds(
+    plan: Mapping[str, Any], drive: DriveModel, rng: np.random.Generator, start: float
+) -> list[dict[str, Any]]:
+    """The demand-intensity grid: IOPS saturating with the outstanding I/Os."""
+
+    def make(n: int) -> list[dict[str, Any]]:
+        out = []
+        for p in plan["points"]:
+            oio = int(p["numjobs"]) * int(p["iodepth"])
+            top = drive.iops(8192, p["read_pct"], 1.0)
+            rec = loaded_point(p, top * (1 - math.exp(-oio / 48.0)) * rng.lognormal(0, 0.01), rng)
+            rec["cpu_pct"] = round(min(4.0 + 0.8 * int(p["numjobs"]) + 0.05 * oio, 99.0), 3)
+            out.append(rec)
+        return out
+
+    return run_rounds(plan, start, make)
+
+
+def operating_test(t: planmod.PlannedTest, done: Mapping[str, TestData]) -> planmod.PlannedTest:
+    """The operating-point stage with its loads chosen as the engine chooses them."""
+    source = done[t.derive_from]
+    rounds = window_records(source.rounds, window(source))
+    chosen = stages.choose(stages.grid(rounds), t.spec.response_ceiling * 1e9)
+    return procedures.resolve(t, chosen)
+
+
+def operating_round(
+    plan: Mapping[str, Any], drive: DriveModel, rng: np.random.Generator, start: float
+) -> list[dict[str, Any]]:
+    """The operating points, measured with full histograms of reads and writes."""
+    points = []
+    for p in plan["points"]:
+        oio = int(p["numjobs"]) * int(p["iodepth"])
+        iops = drive.iops(8192, p["read_pct"], 1.0) * (1 - math.exp(-oio / 48.0))
+        if p.get("role") == "prewrite":
+            points.append(loaded_point(p, iops, rng))
+            continue
+        runtime, f = float(p["runtime"]), int(p["read_pct"]) / 100.0
+        mean_ns = oio / iops * 1e9
+        total = round(iops * runtime)
+        n_read = round(total * f)
+        bs = int(p["bs"]) or 8192
+        rb = latency_bins(mean_ns * 1.05, n_read, rng)
+        wb = latency_bins(mean_ns * 0.9, total - n_read, rng)
+        rec = point_record(
+            p,
+            dir_record(bs, runtime, n_read / runtime, mean_ns, rng, rb),
+            dir_record(bs, runtime, (total - n_read) / runtime, mean_ns, rng, wb),
+        )
+        rec["cpu_pct"] = round(min(4.0 + 0.8 * int(p["numjobs"]) + 0.05 * oio, 99.0), 3)
+        points.append(rec)
+    seconds = math.fsum(float(p["runtime"]) for p in plan["points"])
+    return [round_record(plan["name"], 1, start, seconds, points, (), 0)]
+
+
+STAGE_ROUNDS = {
+    "recovery": recovery_round,
+    "groups": groups_round,
+    "intensity": intensity_rounds,
+    "operating": operating_round,
+}
 
 
 # --------------------------------------------------------------------------- tests
@@ -590,7 +717,8 @@ def make_synthetic_run(
     workers: int = 8,
 ) -> Path:
     """Write a complete synthetic PTS-E run (IOPS, both throughput tests, latency,
-    write saturation of ``wsat_rounds`` one-minute rounds) into ``root``."""
+    write saturation of ``wsat_rounds`` one-minute rounds, and the stages of HIR,
+    XSR, CBW and DIRTH) into ``root``."""
     root = Path(root)
     drive = drive or DriveModel()
     rng = np.random.default_rng(seed)
@@ -600,9 +728,12 @@ def make_synthetic_run(
     data = {"kind": KIND, "schema": SCHEMA, **manifest(plan, capacity, seed, root)}
     store = RunStore.create(root, Manifest.load_checked(data, root / "manifest.json"))
     clock = Clock(START + 5.0)
+    done: dict[str, TestData] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for t in plan.tests:
-            _write_test(store, t, drive, rng, clock, capacity, wsat_rounds, pool)
+            if t.derive_from:
+                t = operating_test(t, done)
+            done[t.name] = _write_test(store, t, drive, rng, clock, capacity, wsat_rounds, pool)
     store.update_manifest(status="complete", ended=clock.now + 2.0)
     store.log("synthetic run complete")
     return root
@@ -617,7 +748,7 @@ def _write_test(
     capacity: int,
     wsat_rounds: int,
     pool: ThreadPoolExecutor,
-) -> None:
+) -> TestData:
     record = t.record(ioengine_used="libaio")
     plan = record.to_json()
     store.save_test_plan(t.name, record)
@@ -629,7 +760,9 @@ def _write_test(
         store.save_phase(t.name, "precondition", typed(Precondition, rec), raw=RAW_NOTE)
         clock.now = rec["ended"] + 0.5
     kind, metric = t.spec.kind, (t.tracking[0].metric if t.tracking else "iops")
-    if kind == "saturation":
+    if t.stage in STAGE_ROUNDS:
+        rounds = STAGE_ROUNDS[t.stage](plan, drive, rng, clock.now)
+    elif kind == "saturation":
         rounds = saturation_rounds(plan, drive, rng, clock.now, capacity, wsat_rounds)
     elif metric == "bw":
         rounds = throughput_rounds(plan, drive, rng, clock.now)
@@ -640,8 +773,10 @@ def _write_test(
     text = _job_text(t)
     stored = list(pool.map(lambda r: typed(Round, r), rounds))
     list(pool.map(lambda r: store.save_round(t.name, r, RAW_NOTE, text), stored))
-    store.save_result(t.name, test_result(record, stored, capacity))
+    result = test_result(record, stored, capacity)
+    store.save_result(t.name, result)
     clock.now = float(rounds[-1]["ended"]) + 1.0
+    return TestData(name=t.name, plan=record, rounds=list(stored), result=result)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

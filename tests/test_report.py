@@ -484,7 +484,15 @@ def test_synthetic_run_is_a_real_run_directory(synthetic_run: Path) -> None:
     assert run.manifest.synthetic is True
     assert run.manifest.target.identity["model"] == SYNTHETIC_MODEL
     names = [t.name for t in run.tests]
-    assert names == ["iops", "throughput-1024k", "throughput-128k", "latency", "wsat"]
+    assert names == [
+        "iops",
+        "throughput-1024k",
+        "throughput-128k",
+        "latency",
+        "wsat",
+        *("hir-precondition", "hir-recovery", "xsr"),
+        *(f"{t}-{s}" for t in ("cbw", "dirth") for s in ("precondition", "intensity", "operating")),
+    ]
     summary = run_summary(run)
     steady = {t["name"]: t["steady_state"] for t in summary["tests"]}
     assert steady["iops"] is True and steady["wsat"] is None

@@ -24,6 +24,7 @@ Units: IOPS; MB/s = 10⁶ bytes/s; ms; GB = 10⁹ bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test
@@ -66,7 +67,10 @@ def test_report(
     capacity: int,
     analysis: TestAnalysis | None = None,
     target: TargetRecord | None = None,
+    run_tests: Sequence[TestData] = (),
 ) -> TestReport:
+    """One test's chapter (``run_tests``: the run's tests, which a stage's chapter reads
+    for the stages before it)."""
     plan = t.plan
     a = analysis if analysis is not None else analyze_test(t)
     verdicts, window, records, means = a.verdicts, a.window, a.records, a.means
@@ -75,13 +79,17 @@ def test_report(
     section = section_for(plan)
     steady, verdict, basis = section.verdict(plan, verdicts, window, len(t.rounds))
     conv_title, conv = convergence(plan, t.rounds, metric)
+    conv_title = section.convergence_title(plan, conv_title)
     sat = section.saturation(plan, t.rounds, capacity)
     if sat is not None:
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
-    latency = latency_rows(plan, means, names) if metric == "lat_mean" else ()
-    per_point = section.per_point
-    queue_note, queue_warn = queue_check(plan, records) if per_point else ("", False)
+    per_point, tables = section.per_point, section.matrices
+    latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
+    queue_note, queue_warn = queue_check(plan, records) if tables else ("", False)
+    stage = section.stage(t, run_tests or (t,))
+    if stage is not None and stage.summary and t.rounds:
+        verdict = stage.summary
     tracking = tracking_of(plan)
     notes = list(plan.notes)
     if t.purge:
@@ -99,7 +107,7 @@ def test_report(
         verdict=verdict,
         window=tuple(window),
         window_basis=basis,
-        procedure=(outcome(t, capacity),),
+        procedure=(*section.procedure(plan), outcome(t, capacity)),
         parameters=parameters(t, capacity),
         tracking=tuple(x.label for x in tracking),
         tracking_units=tuple(x.unit for x in tracking),
@@ -109,11 +117,11 @@ def test_report(
         if section.determinations
         else (),
         rounds=round_rows(plan, t.rounds, window) if per_point else (),
-        matrices=matrices_for(metric, plan, means) if per_point else (),
+        matrices=matrices_for(metric, plan, means) if tables else (),
         percentile_names=names,
         latency=latency,
         latency_blank_note=blank_note(latency, names),
-        histograms=histograms(plan, records, means) if plan.histogram else (),
+        histograms=histograms(plan, records, means) if plan.histogram and tables else (),
         saturation=sat,
         health=health_rows(t.health_before, t.health_after),
         notes=tuple(notes),
@@ -122,6 +130,7 @@ def test_report(
         responses=section.responses(plan, t.rounds, capacity),
         temperature=temperature_of(t, target) if target is not None else None,
         response_histogram=histogram_phase(t),
+        stage=stage,
     )
 
 
@@ -133,7 +142,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     capacity = m.target.capacity_bytes
     analysed = analyze_run(run)
     triples = [
-        (test_report(t, run_status, error, capacity, a, m.target), t, a)
+        (test_report(t, run_status, error, capacity, a, m.target, run.tests), t, a)
         for t, a in zip(run.tests, analysed.tests, strict=True)
     ]
     tests = tuple(p[0] for p in triples)

@@ -9,10 +9,14 @@ bytes, GB (10^9 bytes), epoch seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..analysis.confidence import HistogramPhase
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
+
+if TYPE_CHECKING:
+    from .stages import StagePart
 
 # test status values
 COMPLETE = "complete"
@@ -204,6 +208,7 @@ class TestReport:
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
+    stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from ..analysis.confidence import HistogramPhase
+from ..analysis.confidence import HistogramPhase, Level
 from ..analysis.responses import ResponseTimes
 from ..analysis.window import TAIL_SAMPLES
 from . import figures
@@ -136,10 +136,18 @@ def _level_label(y: float, _pos: int | None = None) -> str:
     return f"{pct:.{max(0, round(y) - 2)}f} %"
 
 
-@styled
 def confidence(phase: HistogramPhase, prefix: str) -> str | None:
     """The histogram (left) and the confidence-level plot (right) of the phase."""
-    bins = dict(phase.bins_ns)
+    return confidence_plot(phase.bins_ns, phase.mean_ms, phase.levels, prefix)
+
+
+@styled
+def confidence_plot(
+    bins_ns: Sequence[tuple[int, int]], mean_ms: float, levels: Sequence[Level], prefix: str
+) -> str | None:
+    """A response-time histogram (left, ``bins_ns``: (ns, I/Os) ascending) and its
+    confidence levels (right), ``levels`` marked as dots."""
+    bins = dict(bins_ns)
     total = sum(bins.values())
     if not total:
         return None
@@ -147,12 +155,16 @@ def confidence(phase: HistogramPhase, prefix: str) -> str | None:
     left, right = fig.subplots(1, 2)
     edges, counts = log_histogram(bins)
     left.stairs(counts, edges, color=WRITE, linewidth=0.9)
-    left.axvline(phase.mean_ms, color=WRITE, linewidth=0.7, linestyle="--")
+    left.axvline(mean_ms, color=WRITE, linewidth=0.7, linestyle="--")
     left.set_xscale("log")
     left.set_yscale("log")
     left.xaxis.set_major_locator(LogLocator(base=10.0, numticks=6))
     left.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_label(v)))
     left.xaxis.set_minor_formatter(NullFormatter())
+    # plain counts, no 10^x: mathtext tick labels cost more than the rest of the figure
+    left.yaxis.set_major_locator(LogLocator(base=10.0, numticks=6))
+    left.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tick_label(v)))
+    left.yaxis.set_minor_formatter(NullFormatter())
     left.set_xlabel("Response time (ms)")
     left.set_ylabel("I/Os")
     left.set_title(f"Histogram ({total:,} I/Os; dashed: mean)")
@@ -166,7 +178,7 @@ def confidence(phase: HistogramPhase, prefix: str) -> str | None:
         ys.append(nines(100.0 * done / total))
     if xs:
         right.plot(xs, ys, color=PALETTE[0], linewidth=1.0, drawstyle="steps-post")
-    shown = [lv for lv in phase.levels if lv.ms is not None]
+    shown = [lv for lv in levels if lv.ms is not None]
     right.plot([lv.ms for lv in shown], [nines(lv.percent) for lv in shown], "o",
                color=PALETTE[1], markersize=3.2, label="levels in the table")  # fmt: skip
     _log(right, "x")

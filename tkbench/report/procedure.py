@@ -66,6 +66,22 @@ def ioengine(plan: TestPlan) -> str:
     return f"{used} (auto)" if plan.workload.ioengine == "auto" and used != "auto" else used
 
 
+def block_sizes(plan: TestPlan) -> str:
+    """The plan's block sizes; a mix of sizes (bs 0, tkbench.procedures) as fio's bssplit."""
+    out = []
+    for bs in plan.block_sizes:
+        if bs:
+            out.append(format_size(bs))
+            continue
+        split = next((p.bssplit for p in plan.points if p.bs == bs and p.bssplit), "")
+        shares = ", ".join(
+            f"{format_size(int(size))} {pct} %"
+            for size, pct in (x.split("/", 1) for x in split.split(":") if "/" in x)
+        )
+        out.append(f"composite ({shares})" if shares else "composite")
+    return ", ".join(out)
+
+
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
     wl = plan.workload
@@ -75,7 +91,7 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     pattern = pts[0].pattern if pts else "?"
     rows = [
         Row("Access pattern", pattern),
-        Row("Block sizes", ", ".join(format_size(b) for b in plan.block_sizes)),
+        Row("Block sizes", block_sizes(plan)),
         Row("R/W mixes (% read / % write)", ", ".join(mix_label(m) for m in plan.mixes)),
         Row(
             "Workload points per round",

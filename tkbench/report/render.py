@@ -40,7 +40,7 @@ with warnings.catch_warnings():
 from ..analysis.window import TAIL_SAMPLES
 from ..errors import InputError
 from ..paths import bundled
-from . import comparison_figures, figures, fmt, partfigures
+from . import comparison_figures, figures, fmt, stagefigures
 from .comparison import Comparison
 from .model import Report, TestReport
 
@@ -137,6 +137,8 @@ def stylesheet() -> Markup:
 def toc_entries(test: TestReport, figs: figures.TestFigures) -> list[tuple[str, str]]:
     """The sub-sections of a test that exist, for the table of contents."""
     out = [(f"{test.anchor}-procedure", "Procedure")]
+    if test.stage is not None:
+        out.append((f"{test.anchor}-stage", test.stage.heading))
     if figs.convergence:
         out.append((f"{test.anchor}-convergence", "Steady-state convergence"))
     if test.determinations:
@@ -189,19 +191,25 @@ class _Embedder:
         self.assets[url] = (svg.encode("utf-8"), "image/svg+xml")
         return Markup(f'<img class="figure" src="{url}" alt="">')
 
-    def figures(self, figs: partfigures.PartFigures) -> partfigures.PartFigures:
-        """Every figure of a test chapter embedded (a list: each of its figures)."""
+    def figures(self, figs: Any) -> Any:
+        """Every figure of a test chapter embedded (a list: each of its figures; a
+        dataclass: a part's figures)."""
         embedded: dict[str, Any] = {}  # Markup is a str
         for f in dataclasses.fields(figs):
             value = getattr(figs, f.name)
-            embedded[f.name] = [self(v) for v in value] if isinstance(value, list) else self(value)
-        return partfigures.PartFigures(**embedded)
+            if isinstance(value, list):
+                embedded[f.name] = [self(v) for v in value]
+            elif dataclasses.is_dataclass(value):
+                embedded[f.name] = self.figures(value)
+            else:
+                embedded[f.name] = self(value)
+        return type(figs)(**embedded)
 
 
 def _render(
     report: Report,
     logo: Logo | None,
-    figs: Mapping[str, partfigures.PartFigures],
+    figs: Mapping[str, stagefigures.ChapterFigures],
     embed: _Embedder,
 ) -> str:
     template = environment().get_template(MAIN_TEMPLATE)
@@ -219,7 +227,7 @@ def _render(
 def build_document(report: Report, logo: Logo | None = None) -> Document:
     """Draw every figure once and lay the report out for reading and for printing."""
     name = figures.Namer()
-    figs = {t.name: partfigures.all_figures(t, name) for t in report.tests}
+    figs = {t.name: stagefigures.all_figures(t, name) for t in report.tests}
     html = _render(report, logo, figs, _Embedder(linked=False))
     linked = _Embedder(linked=True)
     print_html = _render(report, logo, figs, linked)

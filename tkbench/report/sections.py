@@ -10,21 +10,33 @@ branch in every module of the report.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..analysis.responses import ResponseTimes, saturation_responses
 from ..analysis.steady import Verdict
 from ..records import Round, TestPlan
 from ..store import TestData
-from . import fmt, saturation
+from . import fmt, saturation, stages
 from .model import Saturation
 
 
 class Section:
     kind = ""
-    per_point = True  # convergence plot, per-round table, result matrices, Little's law
+    per_point = True  # convergence plot, per-round table
+    matrices = True  # result matrices, Little's law, latency table, histograms
     determinations = False  # the steady-state determination of every tracking variable
     no_precondition = "none (not part of this test's plan)"
+
+    def convergence_title(self, plan: TestPlan, title: str) -> str:
+        return title
+
+    def stage(self, t: TestData, tests: Sequence[TestData]) -> stages.StagePart | None:
+        """The chapter of a stage of a test of several stages (None: the generic one)."""
+        return None
+
+    def procedure(self, plan: TestPlan) -> tuple[str, ...]:
+        """Paragraphs of the procedure beyond the parameter table."""
+        return ()
 
     def verdict(
         self, plan: TestPlan, verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
@@ -89,6 +101,7 @@ class SteadySection(Section):
 class SaturationSection(Section):
     kind = "saturation"
     per_point = False
+    matrices = False
     no_precondition = "none: write saturation starts from the purged drive, as PTS prescribes"
 
     def verdict(
@@ -141,14 +154,88 @@ class FixedSection(Section):
         return f"{plan.repeat} repetition(s)"
 
 
+Builder = Callable[[TestData, Sequence[TestData]], "stages.StagePart"]
+
+
+class StageSection(Section):
+    """A stage of a test of several stages (tkbench.procedures): its kind's verdict and
+    stop rule, and in place of the per-point tables (whose block size x mix cells
+    would merge its loads, groups or wait states) the stage's own chapter
+    (:mod:`.stages`); a preconditioning stage keeps the generic steady-state evidence."""
+
+    def __init__(
+        self,
+        base: Section,
+        build: Builder | None,
+        *,
+        per_point: bool,
+        stage: str,
+    ) -> None:
+        self.base = base
+        self.kind = base.kind
+        self.build = build
+        self.per_point = per_point
+        self.matrices = False
+        self.determinations = base.determinations
+        self.no_precondition = {
+            "precondition": "none: this stage is the test's preconditioning",
+            "groups": base.no_precondition,
+        }.get(stage, "none: the stage follows the test's preconditioning stage")
+
+    def verdict(
+        self, plan: TestPlan, verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
+    ) -> tuple[bool | None, str, str]:
+        steady, sentence, basis = self.base.verdict(plan, verdicts, window, n)
+        if self.kind == "fixed":
+            sentence = f"{n} round{'s' if n != 1 else ''}: {plan.title or plan.name}, as below."
+        return steady, sentence, basis
+
+    def stop_rule(self, plan: TestPlan, capacity: int) -> str:
+        if self.kind == "fixed":
+            return "one round"
+        return self.base.stop_rule(plan, capacity)
+
+    def convergence_title(self, plan: TestPlan, title: str) -> str:
+        tracked = next((p for p in plan.points if not p.role), None)
+        if tracked is None or not plan.tracking:
+            return title
+        if plan.stage == "precondition":
+            n = len(plan.points)
+            return f"IOPS of the tracked interval (#{tracked.index + 1} of {n}) per round"
+        return f"IOPS of the tracked load, T{tracked.numjobs}/Q{tracked.iodepth}, per round"
+
+    def stage(self, t: TestData, tests: Sequence[TestData]) -> stages.StagePart | None:
+        return self.build(t, tests) if self.build is not None else None
+
+    def procedure(self, plan: TestPlan) -> tuple[str, ...]:
+        text = stages.interval_text(plan) if plan.stage == "precondition" else ""
+        return (text,) if text else ()
+
+
 SECTIONS: dict[str, Section] = {
     s.kind: s for s in (SteadySection(), SaturationSection(), FixedSection())
 }
 
 
+# stage -> (its chapter, whether the convergence plot and per-round table stay)
+STAGES: dict[
+    str, tuple[Callable[[TestData, Sequence[TestData]], stages.StagePart] | None, bool]
+] = {
+    "precondition": (None, True),
+    "recovery": (stages.host_idle, False),
+    "groups": (stages.cross_stimulus, False),
+    "intensity": (stages.intensity, True),
+    "operating": (stages.operating, False),
+}
+
+
 def section_for(plan: TestPlan) -> Section:
-    """The report section of a stored test's kind."""
+    """The report section of a stored test's kind (and stage)."""
     try:
-        return SECTIONS[plan.kind]
+        base = SECTIONS[plan.kind]
     except KeyError:
         raise ValueError(f"no report section for test kind {plan.kind!r}") from None
+    if plan.stage in STAGES:
+        build, per_point = STAGES[plan.stage]
+        return StageSection(base, build, per_point=per_point, stage=plan.stage)
+    return base
