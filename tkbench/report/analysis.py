@@ -40,6 +40,7 @@ from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
 from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
+from .sweep import is_sweep, sweep_report
 from .tables import histograms, latency_rows, matrices_for, percentile_names
 
 
@@ -80,6 +81,7 @@ def test_report(
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
     per_point = section.per_point
+    per_point = per_point and not is_sweep(plan)  # a sweep's cells: its own part (.sweep)
     queue_note, queue_warn = queue_check(plan, records) if per_point else ("", False)
     tracking = tracking_of(plan)
     notes = list(plan.notes)
@@ -120,6 +122,7 @@ def test_report(
         responses=section.responses(plan, t.rounds, capacity),
         temperature=temperature_of(t, target) if target is not None else None,
         response_histogram=histogram_phase(t),
+        sweep=sweep_report(t),
     )
 
 

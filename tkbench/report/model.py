@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..analysis.confidence import HistogramPhase
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
+from .sweep import SweepReport
 
 # test status values
 COMPLETE = "complete"
@@ -203,6 +204,7 @@ class TestReport:
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
+    sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
