@@ -266,8 +266,9 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         wl = s.workload
         lines.append("")
         lines.append(f"Test {t.name}: {t.title} [{s.kind}]")
+        depth = "the buffer counts below" if s.modes else wl.iodepth  # a sweep's own
         lines.append(
-            f"  load      {wl.numjobs} job(s) x queue depth {wl.iodepth}, ActiveRange "
+            f"  load      {wl.numjobs} job(s) x queue depth {depth}, ActiveRange "
             f"{wl.active_range:g} %, {wl.data_pattern} data, direct={'yes' if wl.direct else 'no'}"
         )
         if s.file_size:
