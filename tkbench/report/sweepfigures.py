@@ -32,7 +32,9 @@ def _heat_map(t: SweepTable, prefix: str) -> str | None:
     img = ax.pcolormesh(np.ma.masked_invalid(data), cmap="viridis", edgecolors="white", lw=0.5)
     ax.set_xlim(0, len(t.counts))
     ax.set_ylim(len(t.sizes), 0)
-    fig.colorbar(img, ax=ax, label="MB/s", shrink=0.9)
+    bar = fig.colorbar(img, ax=ax, label="MB/s", shrink=0.9)
+    if bar.solids is not None:  # matplotlib rasterises a many-coloured bar: WeasyPrint drops it
+        bar.solids.set_rasterized(False)
     ax.set_xticks([i + 0.5 for i in range(len(t.counts))], [str(c) for c in t.counts])
     ax.set_yticks([i + 0.5 for i in range(len(t.sizes))], list(t.sizes))
     ax.set_xlabel("Buffer count (I/Os in flight)")
