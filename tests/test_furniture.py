@@ -80,6 +80,7 @@ def test_bash_completion_completes_commands_options_and_values(tmp_path: Path) -
     assert _bash_complete(script, ["run", "--pro"]) == ["--profile"]
     assert _bash_complete(script, ["-q", "plan", "--profile", ""]) == [
         "ars",
+        "bulk-sweep",
         "pts-c",
         "pts-e",
         "quick",

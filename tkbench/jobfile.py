@@ -169,7 +169,15 @@ def point_options(
         "time_based": True,
         "runtime": fio_duration(point.runtime),
         "startdelay": fio_duration(startdelay),
+        "direct": point.direct,  # None: the test's (global)
+        "fadvise_hint": point.fadvise or None,
     }
+    if point.file:
+        # one file for every point of the test, laid out once by fio before the first
+        # point (create_serialize); each point drops its cached pages when it opens it,
+        # after the hand-off, and again at every pass (invalidate: fio 3.33 filesetup.c)
+        opts["filename"] = filename_value(point.file)
+        opts["invalidate"] = True
     if point.idle > 0:
         # host idle: no I/O at all for ``idle`` seconds after every ``busy`` seconds of I/O
         opts["thinktime"] = fio_duration(point.idle)
@@ -222,8 +230,8 @@ def stream_starts(
             moved[p.key] = moved.get(p.key, 0) + step
     out: dict[str, int] = {}
     for point in points:
-        if point.pattern != "sequential":
-            continue
+        if point.pattern != "sequential" or point.file:
+            continue  # a point of a shared test file reads or writes it front to back
         region = _slice(active_bytes, point.numjobs, point.bs)
         pos = moved.get((point.bs, point.mix.read), 0) // point.numjobs % region
         out[point.job_name] = pos - pos % point.bs

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import procedures
+from . import procedures, sweep
 from .analysis.kinds import kind_named
 from .planned import PlannedTest, Point, Precondition, TargetInfo
 from .profile import Acceptance, Mix, Profile, TestSpec, size_label
@@ -84,6 +84,9 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
             )
             tests.extend(staged)
             notes.extend(skipped)
+            continue
+        if spec.modes:  # a bulk-I/O sweep on one shared file
+            tests.append(sweep.planned_test(spec, active, volume_notes.get(spec.name, ())))
             continue
         block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
         test_notes: list[str] = []
@@ -263,8 +266,9 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         wl = s.workload
         lines.append("")
         lines.append(f"Test {t.name}: {t.title} [{s.kind}]")
+        depth = "the buffer counts below" if s.modes else wl.iodepth  # a sweep's own
         lines.append(
-            f"  load      {wl.numjobs} job(s) x queue depth {wl.iodepth}, ActiveRange "
+            f"  load      {wl.numjobs} job(s) x queue depth {depth}, ActiveRange "
             f"{wl.active_range:g} %, {wl.data_pattern} data, direct={'yes' if wl.direct else 'no'}"
         )
         if s.file_size:
@@ -297,8 +301,10 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
                 f"  intervals each round repeats its point {s.intervals} times; the tracking "
                 f"variable reads the {s.tracking_interval} (the others are listed once)"
             )
+        if s.modes:
+            lines += sweep.describe(t)
         for pt in t.points:
-            if pt.role == "interval" and s.intervals > 1:
+            if (pt.role == "interval" and s.intervals > 1) or pt.role == sweep.ROLE:
                 continue
             load = f"T{pt.numjobs}/Q{pt.iodepth}"
             extra = [x for x in (pt.tag, "not measured" if pt.role == "prewrite" else "") if x]

@@ -30,6 +30,9 @@ class Point:
     zones: str = ""  # fio random_distribution
     idle: float = 0.0  # seconds of host idle (fio thinktime) ...
     busy: float = 0.0  # ... after each this many seconds of I/O (thinktime_iotime)
+    direct: bool | None = None  # the point's own O_DIRECT (None: the test's)
+    fadvise: str = ""  # fio fadvise_hint ("": fio's default)
+    file: str = ""  # fio filename: one test file shared by the test's points ("": one per job)
     tag: str = ""  # what sets the point apart from others of its block size and mix
 
     @property
@@ -68,6 +71,9 @@ class Point:
             zones=self.zones,
             idle=self.idle,
             busy=self.busy,
+            direct=self.direct,
+            fadvise=self.fadvise,
+            file=self.file,
         )
 
 

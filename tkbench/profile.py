@@ -29,6 +29,14 @@ KINDS = ("steady", "saturation", "fixed")
 PATTERNS = ("random", "sequential")
 # tests of several stages (tkbench.procedures): the PTS 2.0.2 tests beyond the basic four
 PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")
+# the modes of a bulk-I/O sweep (tkbench.sweep says what each does)
+SWEEP_MODES = (
+    "unbuffered-read",
+    "unbuffered-write",
+    "unbuffered-seq-read",
+    "unbuffered-seq-write",
+    "buffered-seq-read",
+)
 
 
 def purge_methods() -> tuple[str, ...]:
@@ -311,6 +319,12 @@ class TestSpec:
     operating_prewrite: float = 3600.0  # seconds of writes before each operating point
     operating_runtime: float = 600.0  # seconds each operating point is measured
 
+    # a bulk-I/O sweep (tkbench.sweep; volume profiles): every buffer size (the test's
+    # block_sizes) x buffer count (I/Os in flight) x mode, on one shared test file
+    modes: tuple[str, ...] = ()  # empty: no sweep
+    buffer_counts: tuple[int, ...] = ()
+    max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
+
 
 @dataclass(frozen=True)
 class VolumeSpec:
@@ -563,6 +577,10 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "response_ceiling": (_duration(0.0, hi=60.0), 0.005),
     "operating_prewrite": (_duration(0.0, lo_open=False, hi=DAY), 3600.0),
     "operating_runtime": (_duration(0.0, hi=DAY), 600.0),
+    "modes": (_list(_choice(SWEEP_MODES)), ()),
+    "buffer_sizes": (_list(_block_size), ()),
+    "buffer_counts": (_list(_int(1, 65536)), ()),
+    "max_buffer_space": (_size(512), 64 << 20),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -874,6 +892,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
             )
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
         _procedure_defaults(tname, t, err)
+        _sweep_defaults(scope, tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
                 raise err(f"tests.{tname}.{req}", "missing")
@@ -916,6 +935,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 end_fsync=t["end_fsync"],
                 response_histogram=t["response_histogram"],
                 **{k: t[k] for k in PROCEDURE_KEYS},
+                **{k: t[k] for k in SWEEP_KEYS},
             )
         )
     if not tests:
@@ -971,6 +991,7 @@ PROCEDURE_KEYS = (
     "operating_prewrite",
     "operating_runtime",
 )
+SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
 _NEEDS = {
     "hir": ("wait_states",),
@@ -1023,6 +1044,49 @@ def _procedure_defaults(
         raise err(
             f"tests.{tname}.precondition",
             f"a {proc} test has no workload-independent preconditioning: set precondition = false",
+        )
+
+
+def _sweep_defaults(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A bulk-I/O sweep (``modes``): its buffer sizes become the test's block sizes and
+    its modes its mixes; it needs a volume's shared test file and a sequential pattern."""
+    sweep_keys = ("buffer_sizes", "buffer_counts")
+    if not t["modes"]:
+        for key in sweep_keys:
+            if t[key]:
+                raise err(f"tests.{tname}.{key}", "belongs to a bulk-I/O sweep: set modes too")
+        return
+    if scope != "volume":
+        raise err(
+            f"tests.{tname}.modes", 'a bulk-I/O sweep is a volume benchmark (scope = "volume")'
+        )
+    if t["procedure"] or t["bssplit"] or t["zones"]:
+        raise err(f"tests.{tname}.modes", "a bulk-I/O sweep has no procedure, bssplit or zones")
+    for key in sweep_keys:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", "a bulk-I/O sweep needs it")
+    for key in ("block_sizes", "mixes"):
+        if t[key] is not None:
+            raise err(
+                f"tests.{tname}.{key}", "a bulk-I/O sweep sets it from buffer_sizes and modes"
+            )
+    if t["pattern"] != "sequential":
+        raise err(f"tests.{tname}.pattern", "a bulk-I/O sweep reads and writes front to back")
+    if wl["numjobs"] != 1:
+        raise err(f"tests.{tname}.workload.numjobs", "a bulk-I/O sweep runs one job (numjobs = 1)")
+    t["block_sizes"] = t["buffer_sizes"]
+    reads = [m.endswith("-read") for m in t["modes"]]
+    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+    if min(t["buffer_sizes"]) * min(t["buffer_counts"]) > t["max_buffer_space"]:
+        raise err(
+            f"tests.{tname}.max_buffer_space",
+            f"{format_size(t['max_buffer_space'])} skips every buffer size x count",
         )
 
 

@@ -11,13 +11,14 @@ from .analysis.conformance import judge_run
 from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
+from .analysis.sweep import sweep_of
 from .analysis.window import DIRECTIONS, DirMean
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
 from .partsummary import stage_parts, test_parts
 from .records.base import dump
 from .store import RunData, TestData
-from .units import format_duration, human_bytes
+from .units import format_duration, format_size, human_bytes
 
 
 def test_summary(t: TestData) -> dict[str, Any]:
@@ -46,7 +47,10 @@ def test_summary(t: TestData) -> dict[str, Any]:
     }
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
-    if a.kind == "fixed" and t.rounds:
+    sweep = sweep_of(plan, t.rounds)
+    if sweep is not None:  # its cells: by mode, size and count, not by point key
+        out["sweep"] = sweep.to_dict()
+    elif a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
     if plan.histogram:
         out["window_percentiles"] = window_percentiles(t, a)
@@ -200,7 +204,26 @@ def format_summary(s: dict[str, Any]) -> str:
                 )
         for p in t.get("points", []):
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
+        if t.get("sweep"):
+            lines += _sweep_lines(t["sweep"])
     return "\n".join(lines)
+
+
+def _sweep_lines(sw: dict[str, Any]) -> list[str]:
+    """A bulk-I/O sweep for people: the best combination per direction and per mode,
+    against one 128 KiB buffer (show --json has every cell)."""
+
+    def best(label: str, b: dict[str, Any]) -> str:
+        text = (
+            f"  {label:<34} {_num(b['mb_s'])} MB/s with {b['buffer_count']} x "
+            f"{format_size(b['buffer_size'])}"
+        )
+        if b["gain_pct"] is not None:
+            text += f", {b['gain_pct']:+.0f} % against 1 x 128k ({_num(b['default']['mb_s'])})"
+        return text
+
+    lines = [best(f"best {d} ({b['mode']})", b) for d, b in sw["best"].items()]
+    return lines + [best(m["mode"], m["best"]) for m in sw["modes"]]
 
 
 def _repeat_text(p: dict[str, Any]) -> str:

@@ -71,11 +71,13 @@ def repeatability(values: Sequence[float]) -> Repeatability:
 
 
 def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
-    """MiB/s (read plus write) of every point in each round, by point key, in round order."""
+    """MiB/s (read plus write) of every point in each round, by point key, in round order
+    (a bulk-I/O sweep's cells apart)."""
     out: dict[tuple[int, int], list[float]] = {}
     for r in rounds:
         for p in r.points:
-            out.setdefault(p.key, []).append(p.bw_bytes / MIB)
+            if p.role != "sweep":  # a sweep's cells share keys: tkbench.analysis.sweep
+                out.setdefault(p.key, []).append(p.bw_bytes / MIB)
     return out
 
 

@@ -67,12 +67,20 @@ class PlannedPoint:
     # tests of several stages (tkbench.procedures); the defaults are left out of the file
     # "": measured, and what a tracking variable reads; "interval": measured, one of a
     # point's repeated intervals; "grid": measured, a demand-intensity load that is not
-    # tracked; "prewrite": writes that condition the drive, not measured
+    # tracked; "prewrite": writes that condition the drive, not measured; "sweep":
+    # measured, one buffer size x count x mode of a bulk-I/O sweep
     role: str = field(default="", metadata=OMIT)
     bssplit: str = field(default="", metadata=OMIT)  # fio bssplit (bs 0: "composite")
     zones: str = field(default="", metadata=OMIT)  # fio random_distribution
     idle: float = field(default=0.0, metadata=OMIT)  # seconds of host idle (fio thinktime) ...
     busy: float = field(default=0.0, metadata=OMIT)  # ... after each this many seconds of I/O
+    # volume sweeps (tkbench.sweep; role "sweep": one cell of the sweep, read by
+    # tkbench.analysis.sweep): the point's own O_DIRECT (None: the test's), fio's
+    # fadvise_hint ("": fio's default, "0": none, "sequential") and the one test file
+    # every point of the test shares (fio filename in the working directory)
+    direct: bool | None = field(default=None, metadata={"omit_none": True})
+    fadvise: str = field(default="", metadata=OMIT)
+    file: str = field(default="", metadata=OMIT)
 
     @property
     def key(self) -> tuple[int, int]:

@@ -41,6 +41,7 @@ from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
 from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
+from .sweep import is_sweep, sweep_report
 from .tables import blank_note, histograms, latency_rows, matrices_for, percentile_names
 
 
@@ -84,7 +85,9 @@ def test_report(
     if sat is not None:
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
-    per_point, tables = section.per_point, section.matrices
+    sweep = is_sweep(plan)  # a sweep's cells: its own part (.sweep)
+    per_point = section.per_point and not sweep
+    tables = section.matrices and not sweep
     latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
     queue_note, queue_warn = queue_check(plan, records) if tables else ("", False)
     stage = section.stage(t, run_tests or (t,))
@@ -131,6 +134,7 @@ def test_report(
         temperature=temperature_of(t, target) if target is not None else None,
         response_histogram=histogram_phase(t),
         stage=stage,
+        sweep=sweep_report(t),
     )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..analysis.confidence import HistogramPhase
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
+from .sweep import SweepReport
 
 if TYPE_CHECKING:
     from .stages import StagePart
@@ -209,6 +210,7 @@ class TestReport:
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
     stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
+    sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
@@ -33,6 +33,7 @@ from .figures import (
     to_svg,
 )
 from .model import TestReport
+from .sweepfigures import heat_maps
 from .tables import log_histogram
 
 MANY = 200  # more rounds than this are drawn as dots without lines
@@ -45,6 +46,7 @@ class PartFigures(TestFigures):
     wsat_responses: str | None = None
     temperature: str | None = None
     confidence: str | None = None
+    sweep: list[str | None] = field(default_factory=list)  # heat maps, one per mode
 
 
 def _series(
@@ -202,4 +204,5 @@ def all_figures(test: TestReport, name: Namer) -> PartFigures:
     out.temperature = temperature(test, name())
     if test.response_histogram is not None:
         out.confidence = confidence(test.response_histogram, name())
+    out.sweep = heat_maps(test.sweep, name)
     return out
