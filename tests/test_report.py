@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from tests._helpers import STAGED_OFF
 from tests.synthetic import SYNTHETIC_MODEL, make_synthetic_run
 from tkbench import cli
 from tkbench.errors import InputError, RunDirError
@@ -29,6 +30,7 @@ POPPLER = ("pdftotext", "pdfinfo", "pdffonts", "pdftoppm")
 # the quick profile, shrunk: 5 rounds of 0.2 s points; IOPS limits so loose that it is
 # steady after exactly 5 rounds, latency limits so tight that it never converges
 OVERRIDES = [
+    *STAGED_OFF,  # the basic four (tests/test_stage_report.py: the stages' chapters)
     "tests.iops.point_runtime=0.2s",
     "tests.throughput.point_runtime=0.2s",
     "tests.latency.point_runtime=0.2s",

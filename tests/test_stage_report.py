@@ -125,7 +125,10 @@ def test_precondition_stages_keep_the_steady_state_chapter(staged) -> None:
         assert "Steady-state convergence" in part and "Steady-state verification" in part
         assert f"IOPS of the tracked interval (#{k} of {n}) per round" in part
         assert f"{n} identical intervals" in part and f"reads the {which} interval (#{k})" in part
-        assert "none: this stage is the test's preconditioning" in part
+        if plan.get("precondition"):  # CBW, DIRTH: the purge, then 2x capacity of writes
+            assert "sequential writes" in part and "this stage is the test's" not in part
+        else:  # HIR: none before the stage, which is the preconditioning itself
+            assert "none: this stage is the test's preconditioning" in part
         assert "by block size and R/W mix" not in part  # one cell: the tracked interval
     assert "composite (512 4 %" in ch["cbw-precondition"]  # not "0"
 
