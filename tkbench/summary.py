@@ -200,6 +200,12 @@ def format_summary(s: dict[str, Any]) -> str:
                 )
         for p in t.get("points", []):
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
+        for h in t.get("hosts", []):
+            lines.append(
+                f"  host {h['host']}, {h['label']}: IOPS {_num(h['iops'])} "
+                f"({h['iops_share']:.0%} of all hosts), MB/s {_num(h['bw_mbs'])}, "
+                f"mean {_num(h['lat_mean_ms'])} ms"
+            )
     return "\n".join(lines)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test
 from ..analysis.confidence import histogram_phase
+from ..analysis.hosts import host_means
 from ..analysis.thermal import temperature_of
 from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
@@ -122,6 +123,7 @@ def test_report(
         responses=section.responses(plan, t.rounds, capacity),
         temperature=temperature_of(t, target) if target is not None else None,
         response_histogram=histogram_phase(t),
+        hosts=tuple(host_means(records)),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analysis.confidence import HistogramPhase
+from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
 
@@ -204,6 +205,7 @@ class TestReport:
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
+    hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
