@@ -5,7 +5,9 @@ are kept, each host's (``PointResult.hosts``).  The window means of one host are
 formed exactly as those of the whole point (:func:`.window.point_means`), over that
 host's part of the window rounds; a host is listed for a point only where it has
 results in every window round of that point, so no host's mean covers fewer rounds
-than the point's without saying so (``rounds``).
+than the point's without saying so (``rounds``).  Of several points of one block size
+and mix (the stages of a procedure), as for the point's own means, only the one a
+tracking variable reads (no ``role``).
 """
 
 from __future__ import annotations
@@ -66,12 +68,13 @@ def host_means(records: Sequence[Round]) -> list[HostMean]:
     labels: dict[tuple[int, int], str] = {}
     for r in records:
         for p in r.points:
-            labels.setdefault(p.key, p.label)
-            seen = hosts.setdefault(p.key, [])
-            seen += [h.host for h in p.hosts if h.host not in seen]
+            if p.hosts and not p.role:  # the points point_means reads, with hosts kept
+                labels.setdefault(p.key, p.label)
+                seen = hosts.setdefault(p.key, [])
+                seen += [h.host for h in p.hosts if h.host not in seen]
     out: list[HostMean] = []
     for key, names in hosts.items():
-        points = [p for r in records for p in r.points if p.key == key]
+        points = [p for r in records for p in r.points if p.key == key and not p.role]
         totals = point_means([Round(round=0, points=tuple(points), tracking={})])[key]
         for name in names:
             mine = []
