@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def test_a_fleet_on_a_terminal_shows_a_line_per_drive_updated_in_place(tmp_path:
     in place; the rounds' own lines stay in the runs' logs, not on the screen."""
     out = tmp_path / "fleet"
     sets = " ".join(
-        f"--set {o}"
+        f"--set {shlex.quote(o)}"
         for o in merged(
             "tests.iops.point_runtime=1.5s",  # 9 s rounds: live reports in each
             "tests.iops.rounds.max=2",
