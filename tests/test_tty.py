@@ -21,7 +21,7 @@ pytestmark = pytest.mark.fio
 def test_run_on_a_terminal_shows_bars_and_finishes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     sets = " ".join(
-        f"--set {o}"
+        f"--set {shlex.quote(o)}"
         for o in [
             *FAST,
             "tests.iops.rounds.max=2",
