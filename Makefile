@@ -4,9 +4,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # postgresql: the server the history tests start in a temporary directory (tests/_postgres.py);
-# chromium: the headless browser the dashboard tests load its pages in (tests/_chromium.py)
+# chromium: the headless browser the dashboard tests load its pages in (tests/_chromium.py);
+# systemd: systemd-analyze, which checks the example units (tests/test_examples.py)
 DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 libharfbuzz-subset0 \
-        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium
+        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 

@@ -132,3 +132,77 @@ def test_acceptance_example_plans_and_lists_its_limits(
     assert "Acceptance (the run exits 1 when one fails):" in out
     assert "latency: p99.99 4k 0/100 <= 1 ms" in out
     assert "no headline number 10 % worse than the baseline run" in out
+
+
+# --------------------------------------------------------------------------- systemd units
+
+UNITS = ("tkbench-nightly@.service", "tkbench-nightly@.timer")
+INSTALLED = "/opt/tkbench/examples/nightly.sh"  # where the units expect the checkout
+
+
+def _analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["systemd-analyze", *args], capture_output=True, text=True, timeout=60, cwd=cwd
+    )
+
+
+def _verify(units: Path) -> str:
+    """systemd-analyze verify of one instance of both units, as installed from
+    ``units``; everything it said (it says nothing about a sound unit, and exits 0
+    after some warnings, so any output counts as a failure)."""
+    proc = _analyze("verify", "--man=no", "./tkbench-nightly@nvme1.service",
+                    "./tkbench-nightly@nvme1.timer", cwd=units)  # fmt: skip
+    said = (proc.stdout + proc.stderr).strip()
+    return said or ("" if proc.returncode == 0 else f"exit {proc.returncode}")
+
+
+def _install(tmp: Path, edit: tuple[str, str, str] | None = None) -> Path:
+    """The example units in ``tmp``, pointed at this checkout's nightly.sh instead of
+    /opt/tkbench's (``systemd-analyze verify`` checks that ExecStart is executable);
+    ``edit``: (unit, old, new), one more replacement to break a unit on purpose."""
+    tmp.mkdir()
+    for name in UNITS:
+        text = (EXAMPLES / name).read_text()
+        if name.endswith(".service"):
+            assert f"ExecStart={INSTALLED} " in text
+            text = text.replace(f"ExecStart={INSTALLED}", f"ExecStart={NIGHTLY}")
+        if edit is not None and edit[0] == name:
+            assert edit[1] in text
+            text = text.replace(edit[1], edit[2])
+        (tmp / name).write_text(text)
+    return tmp
+
+
+def test_systemd_units_verify(tmp_path: Path) -> None:
+    assert os.access(NIGHTLY, os.X_OK)
+    assert _verify(_install(tmp_path / "ok")) == ""
+    # the checker catches a broken unit: a misspelled key (a warning, exit 0), a
+    # schedule systemd cannot parse, a command that is not there
+    broken = [
+        ("tkbench-nightly@.timer", "Persistent=", "Persistant="),
+        ("tkbench-nightly@.timer", "01:30:00", "25:30:00"),
+        ("tkbench-nightly@.service", "TimeoutStartSec=", "TimeoutStartSecs="),
+        ("tkbench-nightly@.service", f"ExecStart={NIGHTLY}", "ExecStart=/nonexistent/nightly.sh"),
+    ]
+    for i, edit in enumerate(broken):
+        assert _verify(_install(tmp_path / f"broken{i}", edit)) != "", edit
+
+
+def test_systemd_timer_runs_at_the_documented_time_and_settings_match(tmp_path: Path) -> None:
+    timer = (EXAMPLES / "tkbench-nightly@.timer").read_text()
+    (calendar,) = [ln.split("=", 1)[1] for ln in timer.splitlines() if ln.startswith("OnCalendar=")]
+    proc = _analyze("calendar", calendar, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Normalized form: *-*-* 01:30:00" in proc.stdout
+    assert "every night at 01:30" in timer
+    # the settings file names what the service's command line and nightly.sh read
+    env = dict(
+        ln.split("=", 1)
+        for ln in (EXAMPLES / "nightly.env").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    )
+    service = (EXAMPLES / "tkbench-nightly@.service").read_text()
+    assert "${TARGET} ${RESULTS}" in service and {"TARGET", "RESULTS"} <= set(env)
+    script = NIGHTLY.read_text()
+    assert all(f"${{{key}" in script for key in ("PROFILE", "CONFIRM", "THRESHOLD"))
+    assert {"PROFILE", "CONFIRM", "THRESHOLD"} <= set(env)

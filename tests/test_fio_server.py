@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import socket
 import subprocess
 import time
@@ -11,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST, TWO_IOPS_ROUNDS
+from tkbench.cli import main
+from tkbench.report import build_report
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
 
@@ -23,28 +27,44 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def fio_server(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+def _connect(spec: str) -> None:
+    if spec.startswith("sock:"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(0.2)
+            s.connect(spec[5:])
+    else:
+        host, port = spec.split(",")
+        socket.create_connection((host, int(port)), timeout=0.2).close()
+
+
+@contextlib.contextmanager
+def _server(spec: str, cwd: Path) -> Iterator[str]:
+    """A real ``fio --server`` listening at ``spec`` (fio's --client form)."""
+    listen = spec if spec.startswith("sock:") else f"ip:{spec}"
     proc = subprocess.Popen(
-        ["fio", f"--server=ip:127.0.0.1,{port}"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        ["fio", f"--server={listen}"], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         limit = time.monotonic() + 10
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                _connect(spec)
                 break
             except OSError:
-                assert time.monotonic() < limit, "fio --server did not start"
+                assert proc.poll() is None and time.monotonic() < limit, (
+                    "fio --server did not start"
+                )
                 time.sleep(0.05)
-        yield f"127.0.0.1,{port}"
+        yield spec
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def fio_server(tmp_path: Path) -> Iterator[str]:
+    with _server(f"127.0.0.1,{_free_port()}", tmp_path) as spec:
+        yield spec
 
 
 def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
@@ -67,3 +87,61 @@ def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
     assert all(p.iops > 0 for p in t.rounds[0].points)
     # the client output carries the host banner: proof the server ran the jobs
     assert "<" in (out / "tests/iops/rounds/0001.out").read_text().splitlines()[0]
+
+
+def test_two_fio_servers_keep_each_hosts_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two servers on this host (one on a TCP port, one on a unix socket) drive the
+    one target, as two hosts drive one network target: the rounds keep each host's
+    numbers beside their sum, and show --json and the report list them."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    tcp = f"127.0.0.1,{_free_port()}"
+    unix = f"sock:{tmp_path / 'b' / 'fio.sock'}"
+    with _server(tcp, tmp_path / "a"), _server(unix, tmp_path / "b"):
+        out, _ = start(
+            RunRequest(
+                profile="quick",
+                target=str(tmp_path / "t.img"),
+                size=16 << 20,
+                out=tmp_path / "run",
+                assume_yes=True,
+                fio_servers=[tcp, unix],
+                overrides=[*FAST, *TWO_IOPS_ROUNDS],
+            )
+        )
+    rounds = load_run(out).test("iops").rounds
+    for r in rounds:
+        for p in r.points:
+            assert [h.host for h in p.hosts] == sorted([tcp, unix])
+            assert all(h.iops > 0 and h.error == 0 for h in p.hosts)
+            # the point's numbers are the hosts' together, as fio's "All clients" sums them
+            assert p.iops == pytest.approx(sum(h.iops for h in p.hosts), rel=1e-9)
+            assert p.bw_bytes == pytest.approx(sum(h.bw_bytes for h in p.hosts), rel=1e-9)
+            ios = [h.read.total_ios or 0 for h in p.hosts]
+            assert p.read.total_ios == sum(ios)
+    raw = json.loads((out / "tests/iops/rounds/0001.json").read_text())
+    assert {h["host"] for h in raw["points"][0]["hosts"]} == {tcp, unix}
+
+    assert main(["show", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    (test,) = [t for t in shown["tests"] if t["name"] == "iops"]
+    hosts = test["hosts"]
+    npoints = len(rounds[0].points)
+    assert len(hosts) == 2 * npoints
+    first = rounds[0].points[0]
+    mine = [h for h in hosts if (h["bs"], h["read_pct"]) == first.key]
+    assert [h["host"] for h in mine] == sorted([tcp, unix])
+    for h in mine:
+        per_round = [p.hosts[[x.host for x in p.hosts].index(h["host"])] for p in (
+            r.point(*first.key) for r in rounds)]  # fmt: skip
+        assert h["rounds"] == 2
+        assert h["iops"] == pytest.approx(sum(x.iops for x in per_round) / 2)
+    assert sum(h["iops_share"] for h in mine) == pytest.approx(1.0)
+    assert main(["show", str(out)]) == 0
+    assert f"host {unix}, {first.label}: IOPS" in capsys.readouterr().out
+
+    pdf = build_report(out, tmp_path / "report.pdf")
+    html = pdf.with_suffix(".html").read_text()
+    assert "Per host" in html and html.count(f"<td>{tcp}</td>") == npoints

@@ -7,6 +7,7 @@ import json
 import math
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ from tkbench.fiojson import (
     parse,
     percentile_from_bins,
 )
+from tkbench.plan import Point
+from tkbench.profile import Mix
+from tkbench.results import host_label, summarize_round
 
 F214 = "fio-2.1.4_multijob_seq-rand-rw_from_GoogleCloudPlatform-PerfKitBenchmarker.json"
 F29 = "fio-2.9-3-gf1c4_jsonplus-bins_randrw70_from_msterin-play.json"
@@ -583,3 +587,32 @@ def test_real_fio_status_interval_documents(fio_binary: str, tmp_path: Path) -> 
         ends.append(doc["jobs"][0]["write"]["total_ios"])
     assert out.jobs[0].write.total_ios == ends[-1] == max(ends)
     check_jobs(out)
+
+
+def test_f37_per_host_results_of_two_hosts_five_jobs_each() -> None:
+    """pbench's real two-host output (perf36 and perf84, five job entries each): the
+    point is all hosts together, each host's five entries are combined into its share."""
+    out = parse(fixture_text(F37))
+    point = Point(index=1, bs=4096, mix=Mix(100), pattern="random", numjobs=5, iodepth=1,
+                  runtime=60.0)  # fmt: skip
+    named = replace(out, jobs=[replace(j, name=point.job_name) for j in out.jobs])
+    (p,) = summarize_round([point], named)
+    assert [h.host for h in p.hosts] == ["perf36,8765", "perf84,8765"]
+    for h, host in zip(p.hosts, ("perf36", "perf84"), strict=True):
+        mine = [j for j in out.jobs if j.hostname == host]
+        assert h.read.total_ios == sum(j.read.total_ios or 0 for j in mine)
+        assert h.iops == pytest.approx(sum(j.read.iops for j in mine))
+    assert p.iops == pytest.approx(p.hosts[0].iops + p.hosts[1].iops)
+    assert out.aggregate is not None
+    assert p.read.total_ios == out.aggregate.read.total_ios
+    # a local run's output keeps no hosts
+    local = parse(fixture_text(G1))
+    named = replace(local, jobs=[replace(local.jobs[0], name=point.job_name)])
+    assert summarize_round([point], named)[0].hosts == ()
+
+
+def test_host_labels_in_fios_client_form() -> None:
+    job = JobStats(name="j", hostname="10.1.1.2", port=8765)
+    assert host_label(job) == "10.1.1.2,8765"
+    assert host_label(replace(job, hostname="/run/fio.sock")) == "sock:/run/fio.sock"
+    assert host_label(replace(job, hostname="fd00::2", port=9000)) == "ip6:fd00::2,9000"

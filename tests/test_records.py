@@ -177,3 +177,19 @@ def test_a_round_keeps_the_drives_thermal_report() -> None:
     assert Round.load(r.to_json(), HERE) == r
     with pytest.raises(RunDirError, match="field temperature_c is a string, expected number"):
         Round.load({**data, "temperature_c": "hot"}, HERE)
+
+
+def test_per_host_results_are_kept_and_left_out_when_there_are_none() -> None:
+    host = {"host": "10.0.0.2,8765", "iops": 900.0, "write": {"io_bytes": 8, "iops": 900.0}}
+    point = {"bs": 4096, "read_pct": 0, "iops": 1000.0, "hosts": [host, {"host": "sock:/s"}]}
+    r = Round.load({"schema": 3, "round": 1, "points": [point], "tracking": {}}, HERE)
+    assert [h.host for h in r.points[0].hosts] == ["10.0.0.2,8765", "sock:/s"]
+    assert r.points[0].hosts[0].write.iops == 900.0
+    assert Round.load(r.to_json(), HERE) == r
+    # without fio servers the file is as before: an older reader sees no new field
+    plain = Round.load({"round": 1, "points": [{"bs": 4096, "read_pct": 0}], "tracking": {}}, HERE)
+    assert plain.points[0].hosts == () and "hosts" not in plain.to_json()["points"][0]
+    with pytest.raises(RunDirError, match=r"field points\[0\]\.hosts\[0\]\.host is missing"):
+        Round.load(
+            {"round": 1, "points": [{**point, "hosts": [{"iops": 1.0}]}], "tracking": {}}, HERE
+        )

@@ -97,6 +97,41 @@ class Difference:
 
 MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
 
+# The odd drive out of a fleet: a value further from the median of all runs' values
+# than both OUTLIER_PCT % of that median and OUTLIER_MADS robust standard deviations
+# (the median absolute deviation times MAD_SCALE, which makes it the standard
+# deviation for normally distributed values).  The percentage keeps a tight fleet,
+# whose deviation is tiny, from marking a drive a few per cent off; the deviations
+# keep a widely spread fleet from marking every drive.  Three values at least: of
+# two, neither is the odd one out.
+OUTLIER_PCT = 20.0
+OUTLIER_MADS = 3.0
+MAD_SCALE = 1.4826
+OUTLIER_MIN_RUNS = 3
+
+
+def _median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+def outliers(values: Sequence[float | None]) -> tuple[bool, ...]:
+    """Per value: is it an outlier among ``values`` (None: a run without the value,
+    never an outlier)?  All False with fewer than :data:`OUTLIER_MIN_RUNS` values."""
+    have = [v for v in values if v is not None and math.isfinite(v)]
+    if len(have) < OUTLIER_MIN_RUNS:
+        return tuple(False for _ in values)
+    med = _median(have)
+    spread = MAD_SCALE * _median([abs(v - med) for v in have])
+    return tuple(
+        v is not None
+        and math.isfinite(v)
+        and abs(v - med) > OUTLIER_PCT / 100.0 * abs(med)
+        and abs(v - med) > OUTLIER_MADS * spread
+        for v in values
+    )
+
 
 def _metrics(plan: TestPlan) -> list[str]:
     tracked = [label.split()[0] for label in plan.tracking]

@@ -357,11 +357,13 @@ class Fleet:
         record: FleetRecord,
         emit: Callable[[str, str], None],
         env: dict[str, str] | None = None,
+        on_end: Callable[[RunEntry], None] | None = None,
     ) -> None:
         self.root = Path(root)
         self.record = record
         self.emit = emit
         self.env = env
+        self.on_end = on_end  # called with a run's entry once its exit code is recorded
         self.children: list[Child] = []
         self.interrupted = False
         self._lock = threading.Lock()
@@ -431,6 +433,8 @@ class Fleet:
                     c.entry.error = outcome(rc)
                 pending.remove(c)
                 self.record.save(self.root)
+                if self.on_end is not None:
+                    self.on_end(c.entry)
             if pending:
                 time.sleep(0.1)
         # a run with no exit code recorded (its fleet was killed) ended unfinished

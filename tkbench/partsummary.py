@@ -1,7 +1,8 @@
 """What ``tkbench show --json`` adds to a test for the parts of the PTS tests beyond
 the core ones: the drive's temperature per round with its heat events, write
 saturation's response times against drive fills, and the response-time histogram
-phase's confidence levels."""
+phase's confidence levels; in fio's client/server mode, each fio server's share of
+the window (``hosts``, left out of runs without per-host results)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from .analysis import stages
 from .analysis.confidence import histogram_phase
+from .analysis.hosts import host_means
 from .analysis.kinds import kind_of
 from .analysis.responses import saturation_responses
 from .analysis.thermal import temperature_of
@@ -28,6 +30,9 @@ def test_parts(t: TestData, target: TargetRecord) -> dict[str, Any]:
     if kind_of(t.plan).name == "saturation":
         resp = saturation_responses(t.plan, t.rounds, target.capacity_bytes)
         out["response_times"] = resp.to_dict() if resp is not None else None
+    hosts = host_means(window_records(t.rounds, window(t)))
+    if hosts:
+        out["hosts"] = [h.to_dict() for h in hosts]
     return out
 
 

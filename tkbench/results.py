@@ -15,7 +15,7 @@ from .errors import FioJobError, FioParseError
 from .fiojson import DirStats, FioOutput, JobStats, combine, parse
 from .plan import Point
 from .profile import Tracking
-from .records import Direction, PointResult
+from .records import Direction, HostResult, PointResult
 from .records.base import dump
 from .vocab import MB, metric
 
@@ -41,23 +41,36 @@ def dir_summary(d: DirStats, with_bins: bool = False) -> Direction:
     )
 
 
-def point_summary(point: Point, job: JobStats, with_bins: bool = False) -> PointResult:
+def _measured(point: Point, job: JobStats, with_bins: bool) -> dict[str, Any]:
+    """What a job entry measured of a point: the fields a point and a host share."""
     r, w = job.read, job.write
     ios_r = r.total_ios if r.total_ios is not None else (r.io_bytes / point.bs if point.bs else 0)
     ios_w = w.total_ios if w.total_ios is not None else (w.io_bytes / point.bs if point.bs else 0)
     ios = ios_r + ios_w
     lat_mean = (r.lat.mean * ios_r + w.lat.mean * ios_w) / ios if ios else 0.0
+    return {
+        "error": job.error,
+        "iops": r.iops + w.iops,
+        "bw_bytes": r.bw_bytes + w.bw_bytes,
+        "lat_mean_ns": lat_mean,
+        "lat_max_ns": max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
+        "read": dir_summary(r, with_bins),
+        "write": dir_summary(w, with_bins),
+    }
+
+
+def point_summary(
+    point: Point,
+    job: JobStats,
+    with_bins: bool = False,
+    hosts: Sequence[HostResult] = (),
+) -> PointResult:
     return PointResult(
         **dump(point.record()),
         fio_job=job.name,
-        error=job.error,
-        iops=r.iops + w.iops,
-        bw_bytes=r.bw_bytes + w.bw_bytes,
-        lat_mean_ns=lat_mean,
-        lat_max_ns=max(r.lat.max if ios_r else 0.0, w.lat.max if ios_w else 0.0),
-        read=dir_summary(r, with_bins),
-        write=dir_summary(w, with_bins),
+        **_measured(point, job, with_bins),
         cpu_pct=_cpu(job),
+        hosts=tuple(hosts),
     )
 
 
@@ -70,24 +83,56 @@ def _cpu(job: JobStats) -> float:
         return 0.0
 
 
+def host_label(job: JobStats) -> str:
+    """The host of a client/server entry in fio's --client form: ``HOST,PORT``
+    (``ip6:HOST,PORT`` for an IPv6 address) or ``sock:PATH`` for a unix socket."""
+    host = job.hostname or "?"
+    if host.startswith("/"):
+        return f"sock:{host}"
+    port = f",{job.port}" if job.port else ""
+    return f"ip6:{host}{port}" if ":" in host else f"{host}{port}"
+
+
+def _by_name(jobs: Sequence[JobStats]) -> dict[str, list[JobStats]]:
+    groups: dict[str, list[JobStats]] = {}
+    for job in jobs:
+        groups.setdefault(job.name, []).append(job)
+    return groups
+
+
 def jobs_by_name(output: FioOutput) -> dict[str, JobStats]:
     """One entry per job section (several hosts or unmerged clones are combined)."""
-    groups: dict[str, list[JobStats]] = {}
-    for job in output.jobs:
-        groups.setdefault(job.name, []).append(job)
-    return {n: js[0] if len(js) == 1 else combine(js, n) for n, js in groups.items()}
+    return {n: js[0] if len(js) == 1 else combine(js, n) for n, js in _by_name(output.jobs).items()}
+
+
+def host_results(point: Point, jobs: Sequence[JobStats], with_bins: bool) -> list[HostResult]:
+    """Each host's share of one point (its entries combined per host), sorted by
+    host (fio reports them in the order they finish)."""
+    per_host: dict[str, list[JobStats]] = {}
+    for job in jobs:
+        per_host.setdefault(host_label(job), []).append(job)
+    return [
+        HostResult(
+            host=host,
+            **_measured(point, js[0] if len(js) == 1 else combine(js, js[0].name), with_bins),
+        )
+        for host, js in sorted(per_host.items())
+    ]
 
 
 def summarize_round(
     points: Sequence[Point], output: FioOutput, with_bins: bool = False
 ) -> list[PointResult]:
+    """Every point of a round; in client/server mode, with each host's share."""
+    groups = _by_name(output.jobs)
     jobs = jobs_by_name(output)
     out = []
     for p in points:
         job = jobs.get(p.job_name)
         if job is None:
             raise FioJobError(f"fio output has no results for point {p.job_name}")
-        out.append(point_summary(p, job, with_bins))
+        hosts = host_results(p, groups[p.job_name], with_bins) if output.client_server else []
+        out.append(point_summary(p, job, with_bins, hosts))
     return out
 
 

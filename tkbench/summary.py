@@ -206,6 +206,12 @@ def format_summary(s: dict[str, Any]) -> str:
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
         if t.get("sweep"):
             lines += _sweep_lines(t["sweep"])
+        for h in t.get("hosts", []):
+            lines.append(
+                f"  host {h['host']}, {h['label']}: IOPS {_num(h['iops'])} "
+                f"({h['iops_share']:.0%} of all hosts), MB/s {_num(h['bw_mbs'])}, "
+                f"mean {_num(h['lat_mean_ms'])} ms"
+            )
     return "\n".join(lines)
 
 

@@ -46,10 +46,14 @@ class LogProgress:
             self._line(
                 f"run start dir={info['run_dir']} profile={plan.profile.name} "
                 f"tests={','.join(t.name for t in plan.tests)} "
-                f"estimate={format_duration(lo)}..{format_duration(hi)}"
+                f"estimate={format_duration(lo)}..{format_duration(hi)} "
+                f"estimate_s={lo:.0f}..{hi:.0f}"
             )
         elif kind == "test_started":
-            self._line(f"test start name={name} rounds_done={info.get('rounds_done', 0)}")
+            self._line(
+                f"test start name={name} rounds_done={info.get('rounds_done', 0)} "
+                f"max_rounds={test.max_rounds}"
+            )
         elif kind == "test_resumed":
             self._line(
                 f"test resume name={name} action={info['action']} rounds_kept={info['rounds']}"
@@ -191,3 +195,77 @@ class RichProgress:
         self._stop.set()
         with contextlib.suppress(Exception):
             self.bars.stop()
+
+
+class FleetDisplay:
+    """Several drives at once on a terminal: one line per drive (its test, round,
+    fio's live IOPS and the time left by its plan's estimate), redrawn in place by
+    rich; each drive's other lines (warnings, errors, test results) are printed above
+    it, tagged with the drive.  The drives' round-by-round lines are in their
+    events.log and, off a terminal, in the fleet's own tagged output."""
+
+    # lines shown in the display's table rather than printed above it
+    _TABLE = (
+        "run start",
+        "test start",
+        "test resume",
+        "phase",
+        "round start",
+        "round done",
+        "status",
+    )
+
+    def __init__(self, names: list[str], stream: TextIO | None = None) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        from .fleetprogress import DriveState
+
+        self.console = Console(file=stream or sys.stderr)
+        self.drives = {n: DriveState(n) for n in names}
+        self._lock = threading.Lock()
+        self.live = Live(
+            get_renderable=self._table, console=self.console, refresh_per_second=2, transient=False
+        )
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        now = time.time()
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("drive", "state", "test", "round", "IOPS (live)", "ETA"):
+            table.add_column(col, no_wrap=True, justify="right" if col == "IOPS (live)" else "left")
+        with self._lock:
+            for d in self.drives.values():
+                table.add_row(d.name, d.state, d.test, d.round_text(), d.iops_text(), d.eta(now))
+        return table
+
+    def __enter__(self) -> FleetDisplay:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.refresh()
+        self.live.stop()
+
+    def line(self, name: str, text: str) -> None:
+        """One line of a drive's run."""
+        from rich.markup import escape
+
+        from .fleetprogress import line_kind
+
+        with self._lock:
+            drive = self.drives.setdefault(name, self._new(name))
+            drive.feed(text, time.time())
+        if line_kind(text) not in self._TABLE:
+            self.console.print(f"[bold]\\[{escape(name)}][/] {escape(text)}", highlight=False)
+
+    def ended(self, name: str, code: int, outcome: str) -> None:
+        with self._lock:
+            self.drives.setdefault(name, self._new(name)).ended(code, outcome)
+
+    @staticmethod
+    def _new(name: str) -> Any:
+        from .fleetprogress import DriveState
+
+        return DriveState(name)

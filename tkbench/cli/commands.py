@@ -280,6 +280,7 @@ def _prompt(text: str) -> str:
 
 def _progress(interactive: bool) -> Any:
     from ..engine import NullProgress
+    from ..fleetprogress import STATUS_ENV
     from ..runner import STATUS_INTERVAL
     from ..ui import LogProgress, RichProgress
 
@@ -287,8 +288,11 @@ def _progress(interactive: bool) -> Any:
         return support.WatchedProgress(NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
         return support.WatchedProgress(RichProgress())
-    # fio's live figures: a line a minute in logs, every report with -v
+    # fio's live figures: a line a minute in logs, every report with -v or for the
+    # terminal display of the fleet that started this run
     every = STATUS_INTERVAL if SESSION.verbose else 60.0
+    if os.environ.pop(STATUS_ENV, None) is not None:
+        every = STATUS_INTERVAL
     return support.WatchedProgress(LogProgress(status_every=every))
 
 

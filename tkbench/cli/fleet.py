@@ -13,6 +13,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import shlex
 import signal
 import sys
@@ -20,11 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
+from ..fleetprogress import STATUS_ENV
 from .support import SESSION, command_name, info
+
+if TYPE_CHECKING:
+    from ..ui import FleetDisplay
 
 
 def _single(args: argparse.Namespace, dest: str) -> list[str]:
@@ -221,7 +226,17 @@ def _finish(
     record: fleetmod.FleetRecord,
     jobs: list[tuple[fleetmod.RunEntry, list[str]]],
 ) -> int:
-    fleet = fleetmod.Fleet(root, record, _emitter())
+    display = _display([entry.name for entry, _ in jobs])
+    if display is None:
+        fleet = fleetmod.Fleet(root, record, _emitter())
+    else:  # the children report fio's live figures every few seconds, for the display
+        env = {**os.environ, STATUS_ENV: "1"}
+
+        def on_end(e: fleetmod.RunEntry) -> None:
+            code = e.exit_code if e.exit_code is not None else fleetmod.EXIT_INTERRUPTED
+            display.ended(e.name, code, fleetmod.outcome(code))
+
+        fleet = fleetmod.Fleet(root, record, display.line, env=env, on_end=on_end)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if not fleet.interrupted:
@@ -230,7 +245,8 @@ def _finish(
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        code = fleet.run(jobs)
+        with display if display is not None else contextlib.nullcontext():
+            code = fleet.run(jobs)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -244,6 +260,16 @@ def _finish(
     if fleetmod.unfinished(root, record):
         info(f"resume every unfinished run: {command_name()} run --resume {shlex.quote(str(root))}")
     return code
+
+
+def _display(names: list[str]) -> FleetDisplay | None:
+    """On a terminal (and not -q, not TERM=dumb): the live display of every drive;
+    else None, and the drives' lines go out tagged (:func:`_emitter`)."""
+    if SESSION.quiet or os.environ.get("TERM") == "dumb" or not sys.stderr.isatty():
+        return None
+    from ..ui import FleetDisplay
+
+    return FleetDisplay(names)
 
 
 def _emitter() -> Callable[[str, str], None]:

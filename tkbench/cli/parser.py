@@ -193,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="HOST[,PORT]",
-        help="run fio through 'fio --server' on HOST (repeatable)",
+        help="run fio through 'fio --server' on HOST (repeatable; each host's numbers are kept); "
+        "a fio server runs any job sent to it, shell hooks included, as its user (root): "
+        "trusted lab networks only (docs/methodology.md)",
     )
     p.add_argument(
         "--json", action="store_true", help="print a machine-readable summary on stdout at the end"

@@ -9,7 +9,16 @@ its format history.
 
 from .base import Context, Record
 from .histogram import ResponseHistogram
-from .round import Direction, FioCall, PlannedPoint, PointResult, Round, Series, Thermal
+from .round import (
+    Direction,
+    FioCall,
+    HostResult,
+    PlannedPoint,
+    PointResult,
+    Round,
+    Series,
+    Thermal,
+)
 from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
 from .test import (
     Failure,
@@ -34,6 +43,7 @@ __all__ = [
     "Failure",
     "FioCall",
     "Host",
+    "HostResult",
     "Limits",
     "Manifest",
     "OperatingPoint",

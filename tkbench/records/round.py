@@ -105,6 +105,21 @@ class Series:
 
 
 @dataclass(frozen=True)
+class HostResult:
+    """What one host measured of one point, in fio's client/server mode (``fio
+    --client``): the point's own numbers are all hosts together."""
+
+    host: str  # as fio reported it, in --client form: "HOST,PORT" or "sock:PATH"
+    error: int = 0
+    iops: float = 0.0
+    bw_bytes: float = 0.0
+    lat_mean_ns: float = 0.0
+    lat_max_ns: float = 0.0
+    read: Direction = field(default_factory=Direction)
+    write: Direction = field(default_factory=Direction)
+
+
+@dataclass(frozen=True)
 class PointResult(PlannedPoint):
     """One workload point of one round: the point as planned, and what it measured."""
 
@@ -118,6 +133,9 @@ class PointResult(PlannedPoint):
     write: Direction = field(default_factory=Direction)
     series: Series | None = field(default=None, metadata={"omit_none": True})
     cpu_pct: float = field(default=0.0, metadata=OMIT)  # fio's usr_cpu + sys_cpu
+    # fio's client/server mode: each host's share, sorted by host
+    # (left out of the file when empty, as in every run without fio servers)
+    hosts: tuple[HostResult, ...] = field(default=(), metadata=OMIT)
 
 
 @dataclass(frozen=True)
@@ -144,7 +162,10 @@ class Round(Record):
     before resumes kept segments: segment 1); 2 — ``schema`` written, ``segment``
     always present; 3 — ``temperature_c``, the drive's temperature read after the
     round was stored (null: not available; null in every version 2 file), and
-    ``thermal``, the rest of that reading (left out when there was none)."""
+    ``thermal``, the rest of that reading (left out when there was none).  Within
+    version 3, ``hosts`` on a point: each fio server's share in client/server mode,
+    left out when empty, so no version step (a reader that lacks it reads the
+    totals as before, and a file without it kept no per-host values)."""
 
     VERSION = 3
 

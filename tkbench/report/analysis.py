@@ -29,6 +29,7 @@ from typing import Any
 
 from ..analysis import TestAnalysis, analyze_run, analyze_test
 from ..analysis.confidence import histogram_phase
+from ..analysis.hosts import host_means
 from ..analysis.thermal import temperature_of
 from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
@@ -135,6 +136,7 @@ def test_report(
         response_histogram=histogram_phase(t),
         stage=stage,
         sweep=sweep_report(t),
+        hosts=tuple(host_means(records)),
     )
 
 

@@ -44,6 +44,11 @@ class Line:
     higher_is_better: bool
     beyond: tuple[bool | None, ...] = ()  # per delta: larger than the noise (None: no delta)
     caveat: bool = False  # a value comes from a test that did not reach steady state
+    outliers: tuple[bool, ...] = ()  # per run: far from all runs' median (compare.outliers)
+
+    @property
+    def any_outlier(self) -> bool:
+        return any(self.outliers)
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,8 @@ def analysed_tests(run: RunData) -> dict[str, TestReport]:
 def headline_lines(
     runs: Sequence[RunData], analysed: Sequence[dict[str, TestReport]]
 ) -> tuple[Line, ...]:
-    """The summary numbers of every run (4k random IOPS, sequential MB/s, ...) side by side."""
+    """The summary numbers of every run (4k random IOPS, sequential MB/s, ...) side by
+    side, each run's outliers among them marked."""
     keyed: dict[tuple[str, str, str], list[float | None]] = {}
     unsteady: set[tuple[str, str, str]] = set()
     for i, (run, reps) in enumerate(zip(runs, analysed, strict=True)):
@@ -170,6 +176,7 @@ def headline_lines(
                 unit != "ms",
                 beyond,
                 key in unsteady,
+                cmp.outliers(v),
             )
         )
     return tuple(out)

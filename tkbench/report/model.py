@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..analysis.confidence import HistogramPhase
+from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
 from .sweep import SweepReport
@@ -211,6 +212,7 @@ class TestReport:
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
     stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
     sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
+    hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -37,6 +37,7 @@ with warnings.catch_warnings():
     from weasyprint.urls import URLFetcher, URLFetcherResponse
 
 
+from .. import compare as cmp
 from ..analysis.window import TAIL_SAMPLES
 from ..errors import InputError
 from ..paths import bundled
@@ -293,6 +294,8 @@ def build_comparison_document(comparison: Comparison, paper: str = "A4") -> Docu
             },
             css=stylesheet(),
             paper_css=Markup(PAPER_CSS[paper]),
+            outlier_pct=f"{cmp.OUTLIER_PCT:g}",
+            outlier_mads=f"{cmp.OUTLIER_MADS:g}",
         )
 
     html = render(_Embedder(linked=False))
