@@ -39,6 +39,13 @@ FAST = [
 # The tests beyond the basic four switched off (they have their own tests)
 STAGED_OFF = [f"tests.{t}.enabled=false" for t in ("hir", "xsr", "cbw", "dirth")]
 
+# Their stages, as a run directory holds them (tkbench/procedures.py)
+STAGE_TESTS = [
+    *(f"hir-{s}" for s in ("precondition", "recovery")),
+    "xsr",
+    *(f"{t}-{s}" for t in ("cbw", "dirth") for s in ("precondition", "intensity", "operating")),
+]
+
 # The smallest run with a steady-state window: two IOPS rounds, no other test.
 TWO_IOPS_ROUNDS = [
     "tests.iops.rounds.max=2",

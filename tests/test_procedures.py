@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGE_TESTS, sets
 from tkbench import cli, fiologs, profile
 from tkbench import plan as planmod
 from tkbench.analysis import stages
@@ -266,17 +266,7 @@ def _show(run: Path) -> dict[str, Any]:
 def test_every_stage_is_stored_and_shown(staged_run: Path) -> None:
     run = load_run(staged_run)
     names = [t.name for t in run.tests]
-    assert names == [
-        "hir-precondition",
-        "hir-recovery",
-        "xsr",
-        "cbw-precondition",
-        "cbw-intensity",
-        "cbw-operating",
-        "dirth-precondition",
-        "dirth-intensity",
-        "dirth-operating",
-    ]
+    assert names == STAGE_TESTS
     assert all(t.finished for t in run.tests)
     shown = _show(staged_run)["procedures"]
     waits = shown["hir"]["wait_states"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import STAGE_TESTS
 from tkbench import cli, jobfile, plan, profile
 from tkbench.errors import InputError, ProfileError
 from tkbench.records import Direction, PointResult, Round
@@ -164,15 +165,7 @@ def test_plan_pts_e_on_a_512_device() -> None:
         "throughput-128k",
         "latency",
         "wsat",
-        "hir-precondition",
-        "hir-recovery",
-        "xsr",
-        "cbw-precondition",
-        "cbw-intensity",
-        "cbw-operating",
-        "dirth-precondition",
-        "dirth-intensity",
-        "dirth-operating",
+        *STAGE_TESTS,
     ]
     iops = pl.tests[0]
     assert len(iops.points) == 56

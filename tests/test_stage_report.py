@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import STAGE_TESTS, sets
 from tkbench import cli
 from tkbench.report import build_report
 from tkbench.report.fmt import duration, sig
@@ -28,17 +28,7 @@ pytestmark = [
 
 # XSR groups long enough for five samples each, so that recovery times are determined
 GROUPS = 'tests.xsr.groups=["128k sequential 2s", "4k random 2s", "128k sequential 2s"]'
-STAGES = (
-    "hir-precondition",
-    "hir-recovery",
-    "xsr",
-    "cbw-precondition",
-    "cbw-intensity",
-    "cbw-operating",
-    "dirth-precondition",
-    "dirth-intensity",
-    "dirth-operating",
-)
+STAGES = tuple(STAGE_TESTS)
 
 
 def pdf_text(pdf: Path) -> str:

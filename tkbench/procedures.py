@@ -334,7 +334,7 @@ def operating_points(
 
 def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
     """The operating-point stage with its loads chosen (``chosen``: max, mid, min)."""
-    write = next(p for p in test.points)
+    write = test.points[0]
     write = dataclasses.replace(write, mix=WRITE, role="", tag="")
     return dataclasses.replace(
         test,

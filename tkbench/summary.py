@@ -99,6 +99,7 @@ def repeat_points(t: TestData) -> list[dict[str, Any]]:
 
 def run_summary(run: RunData) -> dict[str, Any]:
     m = run.manifest
+    staged = {t.name: stage_parts(t, run.tests) for t in run.tests}
     return {
         "run_dir": str(run.root),
         "status": m.status,
@@ -117,27 +118,26 @@ def run_summary(run: RunData) -> dict[str, Any]:
         # conformance to the SNIA PTS variant the stored profile declares
         "pts": judge_run(run, wc).to_dict(),
         "tests": [
-            {**test_summary(t), **test_parts(t, m.target), **stage_parts(t, run.tests)}
-            for t in run.tests
+            {**test_summary(t), **test_parts(t, m.target), **staged[t.name]} for t in run.tests
         ],
-    } | _procedures(run)
+    } | _procedures(run, staged)
 
 
-def _procedures(run: RunData) -> dict[str, Any]:
+def _procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``procedures`` only where the run has tests beyond the basic four (the output of
     other runs stays as it was)."""
-    found = procedures(run)
+    found = procedures(run, staged)
     return {"procedures": found} if found else {}
 
 
-def procedures(run: RunData) -> dict[str, dict[str, Any]]:
+def procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{"hir": {"wait_states": [...]}, "xsr": {"transitions": [...]}, "cbw":
-    {"operating_points": {...}}, ...}``: the stage keys of each such test."""
+    {"operating_points": {...}}, ...}``: the stage keys of each such test, from its
+    stages' parts (``staged``: by test name)."""
     out: dict[str, dict[str, Any]] = {}
     for t in run.tests:
-        parts = stage_parts(t, run.tests)
-        keep = {k: v for k, v in parts.items() if k not in ("procedure", "stage", "grid")}
-        if parts and len(keep) > 0:
+        keep = {k: v for k, v in staged[t.name].items() if k not in ("procedure", "stage", "grid")}
+        if keep:
             out.setdefault(t.plan.spec, {}).update(keep)
     return out
 

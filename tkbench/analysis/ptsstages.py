@@ -12,7 +12,7 @@ implementations; each value that no source quoting the text confirms says so
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..records import TestPlan
 from ..units import format_duration, format_size
@@ -96,19 +96,16 @@ STAGED: dict[str, StagedRequirement] = {
         ceiling=0.005,
         wipc=True,
     ),
-    "dirth": StagedRequirement(
-        "dirth",
-        "Demand Intensity / Response Time Histogram",
-        tracked="first",
-        load=(32, 32),
-        grid=GRID,
-        prewrite=300.0,
-        operating_prewrite=HOUR,
-        operating_runtime=600.0,
-        ceiling=0.005,
-        wipc=True,
-    ),
 }
+
+# DIRTH: CBW's phases with one block size and mix of the operator's choice
+STAGED["dirth"] = replace(
+    STAGED["cbw"],
+    procedure="dirth",
+    title="Demand Intensity / Response Time Histogram",
+    mix=None,
+    composite=False,
+)
 
 Add = Callable[[str, str, str], None]
 

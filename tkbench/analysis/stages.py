@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..profile import size_label
 from ..records import OperatingPoint, PointResult, Round, Series
 from .window import pooled_percentiles
 
@@ -115,7 +116,8 @@ def settle_time(values: Sequence[float], dt: float, band: float) -> float | None
 
 
 def group_label(p: PointResult) -> str:
-    return f"{p.label.rsplit(' group', 1)[0].split()[0]} {p.pattern}"
+    """An access group as people name it: "1024k sequential"."""
+    return f"{size_label(p.bs)} {p.pattern}"
 
 
 def transitions(groups: Round | None, band: float) -> tuple[Transition, ...]:
