@@ -121,7 +121,7 @@ def _secs(values: Sequence[float]) -> str:
 def judge(add: Add, ref: StagedRequirement, variant_load: tuple[int, int], plan: TestPlan) -> None:
     """What ``plan`` (one stage's test.json) departs from in the reference."""
     pts = plan.points
-    measured = [p for p in pts if p.role != "prewrite"]
+    measured = [p for p in pts if p.measured]
     if plan.stage == "precondition":
         if ref.wipc != (plan.precondition is not None):
             add(

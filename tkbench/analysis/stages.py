@@ -254,7 +254,7 @@ def operating_results(chosen: Sequence[OperatingPoint], rnd: Round | None) -> li
     """The chosen operating points with what the stage's round measured at each."""
     if rnd is None:
         return []
-    measured = [p for p in rnd.points if p.role != "prewrite"]
+    measured = [p for p in rnd.points if p.measured]
     out = []
     for op, p in zip(chosen, measured, strict=False):
         pct, samples, _ = pooled_percentiles([p.read, p.write], PERCENTILES)

@@ -441,7 +441,7 @@ class Operating:
 def operating(t: TestData, tests: Sequence[TestData]) -> Operating:
     plan = t.plan
     rnd: Round | None = t.rounds[-1] if t.rounds else None
-    measured = [p for p in rnd.points if p.role != "prewrite"] if rnd else []
+    measured = [p for p in rnd.points if p.measured] if rnd else []
     rows = []
     for m, p in zip(stages.operating_results(plan.operating, rnd), measured, strict=False):
         pct = tuple(
@@ -467,7 +467,7 @@ def operating(t: TestData, tests: Sequence[TestData]) -> Operating:
             )
         )
     pre = next((p for p in plan.points if p.role == "prewrite"), None)
-    meas = next((p for p in plan.points if p.role != "prewrite"), None)
+    meas = next((p for p in plan.points if p.measured), None)
     source = next(
         (x for x in tests if x.plan.spec == plan.spec and x.plan.stage == "intensity"), None
     )
