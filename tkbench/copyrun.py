@@ -237,19 +237,17 @@ class CopySession:
         return sums
 
     # ------------------------------------------------------------------ copies
-    def copy(self, point: Point | PlannedPoint) -> Copied:
-        """One timed copy of ``point``'s set and pattern (see the module's steps)."""
+    def copy(self, point: Point | PlannedPoint, keep: bool = False) -> Copied:
+        """One timed copy of ``point``'s set and pattern (see the module's steps);
+        ``keep``: leave the copy in :attr:`destination` until the next copy or
+        :meth:`close` (to look at it)."""
         planned = point.record() if isinstance(point, Point) else point
         s = next(x for x in self.spec.sets if x.kind == planned.copy_set)
         lay = layout(s)
         src = self.source(s.kind, planned.data)
         try:
             shutil.rmtree(self.destination, ignore_errors=True)
-            for rel, _ in lay.files:
-                drop_pages(src / rel)
-            if self.spec.drop_caches:
-                os.sync()
-                DROP_CACHES.write_text("3\n", encoding="ascii")
+            self.cool(planned)
             seconds, reads, writes = self._timed_copy(src, lay)
             if self.spec.verify:
                 self._verify(lay, self.sums[(s.kind, planned.data)], planned)
@@ -258,8 +256,21 @@ class CopySession:
                 f"copy test {self.spec.name}, set {s.kind} ({planned.data}): {self._why(exc)}"
             ) from None
         finally:
-            shutil.rmtree(self.destination, ignore_errors=True)
+            if not keep:
+                shutil.rmtree(self.destination, ignore_errors=True)
         return Copied(planned, seconds, reads, writes, len(lay.dirs) + 1, self.spec.verify)
+
+    def cool(self, point: Point | PlannedPoint) -> None:
+        """Drop the cached pages of ``point``'s sources (and with ``drop_caches`` the
+        kernel's caches): the copy reads them from the drive."""
+        planned = point.record() if isinstance(point, Point) else point
+        s = next(x for x in self.spec.sets if x.kind == planned.copy_set)
+        src = self.source(s.kind, planned.data)
+        for rel, _ in layout(s).files:
+            drop_pages(src / rel)
+        if self.spec.drop_caches:
+            os.sync()
+            DROP_CACHES.write_text("3\n", encoding="ascii")
 
     def _timed_copy(self, src: Path, lay: Layout) -> tuple[float, int, int]:
         dst = self.destination
