@@ -391,3 +391,39 @@ def test_a_run_killed_mid_copy_resumes(ext4: Path, tmp_path: Path) -> None:
     )
     (t,) = json.loads(show.stdout)["tests"]
     assert t["status"] == "complete" and all(len(c["runs"]) == 3 for c in t["copies"])
+
+
+_COPY_SCRIPT = """
+import sys
+from pathlib import Path
+from tkbench import plan, profile
+from tkbench.copyrun import CopySession
+prof = profile.load(sys.argv[1])
+info = plan.TargetInfo("/srv/data", "volume", 1 << 40, 512, 1 << 40, True)
+(test,) = plan.build(prof, info).tests
+session = CopySession(test.spec, Path(sys.argv[2]))
+session.prepare()
+for p in test.points:
+    session.copy(p)
+session.close()
+"""
+
+
+def test_the_copy_makes_no_system_call_that_copies_in_the_kernel(tmp_path: Path) -> None:
+    """strace of a whole copy session: read()/write() only; Python's own shutil, the
+    control, copies with sendfile."""
+    calls = "trace=readv,write,sendfile,copy_file_range,ioctl"
+    work = tmp_path / "work"
+    work.mkdir()
+    trace = tmp_path / "copy.strace"
+    cmd = ["strace", "-f", "-qq", "-e", calls, "-o", str(trace), sys.executable, "-c"]
+    subprocess.run([*cmd, _COPY_SCRIPT, str(_profile(tmp_path)), str(work)], check=True)
+    seen = trace.read_text()
+    assert seen.count("readv(") > 100  # the copies' reads
+    for call in ("sendfile(", "copy_file_range(", "FICLONE", "BTRFS_IOC_CLONE"):
+        assert call not in seen, call
+    assert os.listdir(work) == []
+    (work / "a").write_bytes(os.urandom(100_000))
+    control = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
+    subprocess.run([*cmd, control, str(work / "a"), str(work / "b")], check=True)
+    assert "sendfile(" in trace.read_text() or "copy_file_range(" in trace.read_text()
