@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -395,6 +397,7 @@ def test_a_run_killed_mid_copy_resumes(ext4: Path, tmp_path: Path) -> None:
 
 _COPY_SCRIPT = """
 import sys
+import tempfile
 from pathlib import Path
 from tkbench import plan, profile
 from tkbench.copyrun import CopySession
@@ -427,3 +430,45 @@ def test_the_copy_makes_no_system_call_that_copies_in_the_kernel(tmp_path: Path)
     control = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
     subprocess.run([*cmd, control, str(work / "a"), str(work / "b")], check=True)
     assert "sendfile(" in trace.read_text() or "copy_file_range(" in trace.read_text()
+
+
+@needs_root
+def test_drop_caches_empties_the_whole_page_cache_before_a_copy(ext4: Path, tmp_path: Path) -> None:
+    """With drop_caches the kernel's caches go too: a file outside the test's own
+    (read into the cache here) is no longer cached once the copy's first step ran."""
+    work = ext4 / "work"
+    work.mkdir()
+    text = SMALL + "drop_caches = true\n"
+    session, points = _session(tmp_path, work, text)
+    try:
+        other = ext4 / "photos" / "a.jpg"
+        other.read_bytes()
+        assert _resident(other) > 0
+        session.cool(points[0])
+        assert _resident(other) == 0
+        assert session.copy(points[0]).verified
+    finally:
+        session.close()
+
+
+@needs_root
+def test_drop_caches_without_root_is_refused_before_anything(tmp_path: Path) -> None:
+    """Run as nobody (setpriv): one line, exit 2, nothing written."""
+    place = Path(tempfile.mkdtemp(prefix="tkbench-nobody-"))
+    try:
+        place.chmod(0o777)
+        vol = place / "vol"
+        vol.mkdir(mode=0o777)
+        vol.chmod(0o777)
+        cmd = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+        cmd += [str(Path(sys.executable).parent / "tkbench"), "run", "--profile", "copy"]
+        cmd += ["--target", str(vol), "--out", str(place / "run"), "--no-history"]
+        cmd += ["--set", "tests.copy.drop_caches=true", "--set", "volume.reserve=1M"]
+        cmd += ["--set", 'tests.copy.sets=["iso 2 4m"]']
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(place), "XDG_CONFIG_HOME": "/nonexistent"}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert "drop_caches = true needs root" in _one_error(done.stderr)
+        assert os.listdir(vol) == [] and not (place / "run").exists()
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
