@@ -308,6 +308,7 @@ def test_the_copy_profile_reduced_touches_nothing_but_its_own_files(
     page = " ".join((out / "report.html").read_text().split())
     assert "File copies" in page and "Run 2" in page and "Deviation %" in page
     assert "the volume copied the iso set with zero data at" in page
+    assert "1024k random" not in page  # no fio headline made up from the copies
     text = subprocess.run(
         ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
         check=True,
