@@ -10,7 +10,7 @@ from .analysis import TestAnalysis, analyze_test
 from .analysis.conformance import judge_run
 from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
-from .analysis.repeat import point_repeatability
+from .analysis.repeat import point_repeatability, until_standing
 from .analysis.sweep import sweep_of
 from .analysis.window import DIRECTIONS, DirMean
 from .device.writecache import WriteCacheRecord
@@ -52,6 +52,9 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["sweep"] = sweep.to_dict()
     elif a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
+    until = until_standing(plan, t.rounds)
+    if until is not None:  # only for tests with repeat_until: other outputs stay as they were
+        out["repeat_until"] = until.to_dict() | {"text": until.sentence()}
     if plan.histogram:
         out["window_percentiles"] = window_percentiles(t, a)
     return out
@@ -204,6 +207,8 @@ def format_summary(s: dict[str, Any]) -> str:
                 )
         for p in t.get("points", []):
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
+        if t.get("repeat_until"):
+            lines.append(f"  {t['repeat_until']['text']}")
         if t.get("sweep"):
             lines += _sweep_lines(t["sweep"])
         for h in t.get("hosts", []):
