@@ -178,3 +178,23 @@ def until_standing(plan: TestPlan, rounds: Sequence[Round]) -> UntilStanding | N
         worst = deviation_pct(rep)
         point = next((p.label for p in plan.points if p.key == key), "")
     return UntilStanding(plan.repeat_until, lo, hi, len(rounds), worst, point)
+
+
+# --------------------------------------------------------------------------- two runs' means
+
+
+def difference_noise(a: Repeatability, b: Repeatability) -> float | None:
+    """Half the width of the 95 % confidence interval of ``b.mean - a.mean`` (Welch:
+    each side's own variance, Student's t with the Welch-Satterthwaite degrees of
+    freedom, rounded down), in the unit of the means.  A difference of the means
+    smaller than this is within the runs' own noise: the interval holds zero.  None
+    when a side has a single run (its spread is unknown)."""
+    if a.stdev is None or b.stdev is None:
+        return None
+    va, vb = a.stdev**2 / len(a.runs), b.stdev**2 / len(b.runs)
+    se2 = va + vb
+    if se2 == 0:
+        return 0.0
+    dfs = [len(r.runs) - 1 for r in (a, b)]
+    df = se2**2 / (va**2 / dfs[0] + vb**2 / dfs[1])
+    return t95(max(1, math.floor(df))) * math.sqrt(se2)
