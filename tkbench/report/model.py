@@ -15,6 +15,7 @@ from ..analysis.confidence import HistogramPhase
 from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
+from .repeats import RecipeTable, RepeatPart
 from .sweep import SweepReport
 
 if TYPE_CHECKING:
@@ -213,6 +214,7 @@ class TestReport:
     stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
     sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
+    repeat: RepeatPart | None = None  # a fixed test's runs and their spread (report/repeats.py)
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
@@ -273,3 +275,4 @@ class Report:
     checks_passed: bool | None = None  # None: the run has no checks
     checks_baseline: str = ""
     pts: PtsClaim | None = None  # None: a model made without it
+    recipes: RecipeTable | None = None  # recipes run plainly and with fsync (report/repeats.py)
