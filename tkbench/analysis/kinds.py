@@ -235,6 +235,15 @@ class Fixed(TestKind):
     def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         return tuple(r.round for r in segment)
 
+    def resume_action(self, gap: float, resume_gap: float, preconditioned: bool) -> str:
+        # repetitions are independent runs, each starting from the state its predecessor
+        # left: an idle gap before one is no different from the gap between two tests,
+        # so the kept runs stay in the window (and count towards repeat/repeat_until).
+        # A preconditioned fixed test is preconditioned again as before.
+        if not preconditioned:
+            return "continue"
+        return super().resume_action(gap, resume_gap, preconditioned)
+
     def outcome(
         self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
