@@ -25,7 +25,7 @@ from .errors import ProfileError
 from .units import format_duration, format_size, parse_duration, parse_size
 from .vocab import metric
 
-KINDS = ("steady", "saturation", "fixed")
+KINDS = ("steady", "saturation", "fixed", "copy")
 PATTERNS = ("random", "sequential")
 # tests of several stages (tkbench.procedures): the PTS 2.0.2 tests beyond the basic four
 PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")
@@ -46,6 +46,8 @@ def purge_methods() -> tuple[str, ...]:
 # "auto" picks the secure erase by interface; "none" skips the purge
 PURGE_METHODS = (*purge_methods(), "none")
 DATA_PATTERNS = ("random", "zero")
+# a copy test's file sets (tkbench.copyplan says what each looks like)
+COPY_SETS = ("iso", "program", "game")
 # the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
 PTS_VARIANTS = ("E", "C", "none")
 
@@ -170,6 +172,46 @@ class Group:
                 '"1024k sequential 8h")'
             )
         return cls(_block_size(parts[0]), parts[1], _duration(0.0, hi=30 * DAY)(parts[2]))
+
+
+@dataclass(frozen=True)
+class CopySet:
+    """One file set of a copy test: ``kind`` (iso, program, game), ``files`` files
+    holding ``size`` bytes in all ("iso 2 1g")."""
+
+    kind: str
+    files: int
+    size: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.files} {format_size(self.size)}"
+
+    @classmethod
+    def parse(cls, text: object) -> CopySet:
+        parts = str(text).split()
+        if len(parts) != 3 or parts[0] not in COPY_SETS or not parts[1].isdigit():
+            raise ValueError(
+                f'not a file set: {text!r} (use "KIND FILES SIZE", e.g. "iso 2 1g"; '
+                f"kinds: {', '.join(COPY_SETS)})"
+            )
+        files, size = int(parts[1]), _size()(parts[2])
+        if not 1 <= files <= 100000:
+            raise ValueError(f"{text!r}: the number of files is out of range 1..100000")
+        if size < files:
+            raise ValueError(f"{text!r}: fewer bytes than files")
+        return cls(parts[0], files, size)
+
+
+def copy_data(v: Any) -> str:
+    """A copy test's data pattern: ``zero``, ``random`` or ``compressible-NN`` (random
+    data that compresses to about NN % of its size)."""
+    m = re.fullmatch(r"compressible-(\d{1,2})", str(v))
+    if v in DATA_PATTERNS or (m and 1 <= int(m.group(1)) <= 99):
+        return str(v)
+    raise ValueError(
+        f"{v!r} is not a data pattern (zero, random, compressible-NN with NN in 1..99)"
+    )
 
 
 OPERATORS = (">=", "<=", ">", "<")
@@ -325,6 +367,13 @@ class TestSpec:
     buffer_counts: tuple[int, ...] = ()
     max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
 
+    # a copy test (kind "copy", tkbench.copyplan; volume profiles): every file set x
+    # data pattern copied within the volume with read/write through one buffer
+    sets: tuple[CopySet, ...] = ()
+    data_patterns: tuple[str, ...] = ()
+    copy_buffer: int = 1 << 20  # bytes of each read and write
+    drop_caches: bool = False  # also drop the kernel's caches before each copy (root)
+    verify: bool = True  # compare every copy with its source after the timing
     # a fixed test repeated until its runs agree (docs/volume.md, "Repeatability"): stop
     # once every point's mean absolute deviation is within this percentage of its mean,
     # after at least max(repeat, 2) and at most repeat_max runs (0.0: exactly repeat runs)
@@ -603,6 +652,11 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "buffer_sizes": (_list(_block_size), ()),
     "buffer_counts": (_list(_int(1, 65536)), ()),
     "max_buffer_space": (_size(512), 64 << 20),
+    "sets": (_list(CopySet.parse), ()),
+    "data_patterns": (_list(copy_data), ()),
+    "copy_buffer": (_size(512), 1 << 20),
+    "drop_caches": (_bool, False),
+    "verify": (_bool, True),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -915,6 +969,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
         _procedure_defaults(tname, t, err)
         _sweep_defaults(scope, tname, t, twl, err)
+        _copy_defaults(scope, tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
                 raise err(f"tests.{tname}.{req}", "missing")
@@ -959,6 +1014,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 response_histogram=t["response_histogram"],
                 **{k: t[k] for k in PROCEDURE_KEYS},
                 **{k: t[k] for k in SWEEP_KEYS},
+                **{k: t[k] for k in COPY_KEYS},
                 repeat_until=t["repeat_until"],
                 repeat_max=t["repeat_max"],
             )
@@ -1017,6 +1073,7 @@ PROCEDURE_KEYS = (
     "operating_runtime",
 )
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
+COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "drop_caches", "verify")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
 _NEEDS = {
     "hir": ("wait_states",),
@@ -1115,6 +1172,40 @@ def _sweep_defaults(
         )
 
 
+def _copy_defaults(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A copy test (``kind = "copy"``): its file sets and data patterns; its one point
+    per set x pattern reads and writes ``copy_buffer`` bytes at a time, one file after
+    another (block size: the buffer; mix: 50/50, every byte read once and written once)."""
+    keys = ("sets", "data_patterns")
+    if t["kind"] != "copy":
+        for key in keys:
+            if t[key]:
+                raise err(f"tests.{tname}.{key}", 'belongs to a copy test (kind = "copy")')
+        return
+    if scope != "volume":
+        raise err(f"tests.{tname}.kind", 'a copy test is a volume benchmark (scope = "volume")')
+    if not t["sets"]:
+        raise err(f"tests.{tname}.sets", "a copy test needs its file sets")
+    kinds = [s.kind for s in t["sets"]]
+    if len(set(kinds)) != len(kinds):
+        raise err(f"tests.{tname}.sets", "each kind of file set at most once")
+    for key in ("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"):
+        if t[key]:
+            raise err(f"tests.{tname}.{key}", "does not apply to a copy test")
+    t["data_patterns"] = t["data_patterns"] or ("zero", "random")
+    t["block_sizes"] = (t["copy_buffer"],)
+    t["mixes"] = (Mix(50),)
+    t["pattern"] = "sequential"
+    # one file at a time through one buffer, through the page cache
+    wl.update(numjobs=1, iodepth=1, direct=False)
+
+
 def _check_repeat_until(
     tname: str, t: Mapping[str, Any], err: Callable[[str, str], ProfileError]
 ) -> None:
@@ -1148,9 +1239,9 @@ def _check_scope(
                     f"tests.{tname}.{key}",
                     f"a volume benchmark never purges or preconditions: set {key} = false",
                 )
-        if t["kind"] != "fixed":
-            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed")
-        if not t["file_size"]:
+        if t["kind"] not in ("fixed", "copy"):
+            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed or copy")
+        if not t["file_size"] and t["kind"] != "copy":
             raise err(f"tests.{tname}.file_size", "a volume benchmark's test needs a file_size")
     elif t["file_size"]:
         raise err(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import copyrun
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import IDLE_GAP_MIN, Engine, EngineOptions, Progress, check_resumable, new_manifest
@@ -223,6 +224,7 @@ def _check_remote(target: Target, runner: FioRunner) -> None:
 
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
+    copyrun.check_privileges(plan.tests)
     target.check_purge(plan.profile.purge.method)
     target.check_write_cache(plan.profile.workload.write_cache)
     target.check(force=req.force)

@@ -72,11 +72,12 @@ def repeatability(values: Sequence[float]) -> Repeatability:
 
 def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
     """MiB/s (read plus write) of every point in each round, by point key, in round order
-    (a bulk-I/O sweep's cells apart)."""
+    (a bulk-I/O sweep's cells and a copy test's sets apart)."""
     out: dict[tuple[int, int], list[float]] = {}
     for r in rounds:
         for p in r.points:
-            if p.role != "sweep":  # a sweep's cells share keys: tkbench.analysis.sweep
+            # a sweep's cells and a copy test's sets share keys: tkbench.analysis.sweep, .copy
+            if p.role not in ("sweep", "copy"):
                 out.setdefault(p.key, []).append(p.bw_bytes / MIB)
     return out
 
