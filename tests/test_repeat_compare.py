@@ -108,6 +108,11 @@ def test_compare_shows_the_runs_spread_and_the_noise_of_each_change(
     noise = rep["noise_pct"][1]
     assert noise is not None and noise > 0
     assert rep["beyond_noise"][1] == (abs(rep["delta_pct"][1]) > noise)
+    # the point's IOPS row is judged by the same runs: the same delta, noise and verdict
+    (iops,) = [r for r in shown["rows"] if r["metric"] == "iops"]
+    assert iops["delta_pct"][1] == pytest.approx(rep["delta_pct"][1])
+    assert iops["noise_pct"][1] == pytest.approx(noise)
+    assert iops["beyond_noise"] == rep["beyond_noise"] and iops["runs"] == [3, 3]
     text = _tk(["compare", str(a), str(b)], capsys)
     assert "mib_s" in text and "n=3 ±" in text and f"±{noise:.1f}%" in text
     # a run against itself: no change, within any noise

@@ -19,8 +19,9 @@ from typing import Any
 
 from . import analysis
 from .analysis import kind_of
-from .analysis.repeat import Repeatability, difference_noise, point_repeatability
+from .analysis.repeat import Repeatability, difference_noise, point_repeatability, repeatability
 from .analysis.sweep import sweep_of
+from .analysis.window import window_points
 from .records import TestPlan
 from .store import RunData, TestData
 from .units import format_size, human_bytes
@@ -215,6 +216,7 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
     for name in test_names(runs):
         tests = tests_of(runs, name)
         plan = next(t for t in tests if t is not None).plan
+        repeated = _repeated(tests)
         for key in _metrics(plan):
             for bs, rp in points_of(tests):
                 vals = tuple(
@@ -224,18 +226,43 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
                     analysis.spread(t, key, bs, rp) if t is not None else math.nan for t in tests
                 )
                 point = f"{format_size(bs)} {rp}/{100 - rp}"
-                rows.append(Row(name, point, key, metric(key).unit, vals, spreads))
+                pooled = metric(key).percentile is not None  # no per-run value of its own
+                reps = _window_repeats(tests, key, bs, rp) if repeated and not pooled else ()
+                rows.append(Row(name, point, key, metric(key).unit, vals, spreads, reps))
         rows += repeat_rows(name, tests)
     return rows
+
+
+def _repeated(tests: Sequence[TestData | None]) -> bool:
+    """A plain fixed test: its rounds are repetitions (not a stage's, not a sweep's)."""
+    plan = next(t for t in tests if t is not None).plan
+    if plan.kind != "fixed" or plan.procedure:  # a stage's rounds are no repetitions
+        return False
+    return not any(t is not None and sweep_of(t.plan, t.rounds) is not None for t in tests)
+
+
+def _window_repeats(
+    tests: Sequence[TestData | None], key: str, bs: int, rp: int
+) -> tuple[Repeatability | None, ...]:
+    """A repeated point's per-run values of ``key`` over the window rounds, as the
+    runs' repeatability: its row is then judged by the runs' noise like its MiB/s row
+    (the same deltas and the same verdict)."""
+    m = metric(key)
+    out: list[Repeatability | None] = []
+    for t in tests:
+        vals = (
+            []
+            if t is None
+            else [v for p in window_points(t, bs, rp) if math.isfinite(v := m.read(p))]
+        )
+        out.append(repeatability(vals) if vals else None)
+    return tuple(out)
 
 
 def repeat_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
     """A fixed test's points as their runs' mean MiB/s, with each run's repeatability
     (a bulk-I/O sweep's cells apart: they share point keys)."""
-    plan = next(t for t in tests if t is not None).plan
-    if plan.kind != "fixed" or plan.procedure:  # a stage's rounds are no repetitions
-        return []
-    if any(t is not None and sweep_of(t.plan, t.rounds) is not None for t in tests):
+    if not _repeated(tests):
         return []
     reps = [point_repeatability(t.rounds) if t is not None else {} for t in tests]
     rows = []
