@@ -25,10 +25,11 @@ from tkbench.volume import MARKER, PREFIX
 __all__ = ["ext4"]  # the mounted filesystem, a fixture
 
 # 64k: repeated until its runs lie within 0.0001 % of their mean, which real runs never
-# do: it always runs to its maximum of 3 (the others: 2 runs each)
+# do: it always runs to its maximum of 3 (the others: 2 runs each); its runs of 1 s
+# leave the kill, 0.2 s into its third run, a margin on a busy machine
 PROFILE = SMALL.replace(
     '[tests.64k]\npoint_runtime = "300ms"\nfile_size = "1m"\nrepeat = 2\n',
-    '[tests.64k]\npoint_runtime = "300ms"\nfile_size = "1m"\nrepeat = 2\n'
+    '[tests.64k]\npoint_runtime = "1s"\nfile_size = "1m"\nrepeat = 2\n'
     'repeat_until = "0.0001%"\nrepeat_max = 3\n',
 )
 ORDER = ("4k", "4k-fsync", "64k", "64k-fsync", "1m", "1m-fsync")
@@ -69,7 +70,7 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run made no progress"
             time.sleep(0.02)
-        time.sleep(0.1)  # inside 64k's third run (300 ms)
+        time.sleep(0.2)  # inside 64k's third run (1 s, started ahead: no fio start-up)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
     finally:
@@ -79,8 +80,8 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
     assert killed.manifest.status == "running"  # it died without a word
     kept = {p: p.read_bytes() for p in _stored(out)}
     done = {t.name: len(t.rounds) for t in killed.tests}
-    assert done["4k"] == done["4k-fsync"] == 2 and 2 <= done["64k"] <= 3, done
-    assert killed.test("64k").result is None or done["64k"] == 3
+    assert done["4k"] == done["4k-fsync"] == 2 and done["64k"] == 2, done
+    assert killed.test("64k").result is None
     # the dead run's working directory is still on the volume, with its marker
     (stale,) = [d for d in mnt.iterdir() if d.name.startswith(PREFIX)]
     assert (stale / MARKER).is_file()
