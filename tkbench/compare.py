@@ -19,6 +19,9 @@ from typing import Any
 
 from . import analysis
 from .analysis import kind_of
+from .analysis.repeat import Repeatability, difference_noise, point_repeatability, repeatability
+from .analysis.sweep import sweep_of
+from .analysis.window import window_points
 from .records import TestPlan
 from .store import RunData, TestData
 from .units import format_size, human_bytes
@@ -33,6 +36,9 @@ class Row:
     unit: str
     values: tuple[float, ...]  # one per run (nan where a run lacks the point)
     spreads: tuple[float, ...] = ()  # per run: the point's excursion within its window
+    # a repeated point (a fixed test's runs, MiB/s): per run its repeatability (None
+    # where a run lacks the point); its noise is then the runs' own (noise_pct)
+    repeats: tuple[Repeatability | None, ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
@@ -41,7 +47,20 @@ class Row:
     def beyond_noise(self) -> tuple[bool | None, ...]:
         """Per run 2..n: does its delta exceed both :data:`MIN_DELTA` and the larger
         window excursion of the two runs (None: no delta)?  Within a run, the point
-        moved that much from round to round, so a smaller change proves nothing."""
+        moved that much from round to round, so a smaller change proves nothing.
+
+        A repeated point's noise is measured, not assumed: its delta is beyond noise
+        when it exceeds :meth:`noise_pct` (the 95 % confidence interval of the
+        difference of the two means excludes zero), without :data:`MIN_DELTA`; with a
+        single run on either side, whose spread is unknown, MIN_DELTA decides."""
+        if self.repeats:
+            out_r: list[bool | None] = []
+            for d, noise in zip(self.deltas()[1:], self.noise_pct()[1:], strict=True):
+                if not math.isfinite(d):
+                    out_r.append(None)
+                else:
+                    out_r.append(abs(d) > noise if noise is not None else abs(d) >= MIN_DELTA)
+            return tuple(out_r)
         spreads = self.spreads or tuple(math.nan for _ in self.values)
         out: list[bool | None] = []
         for d, sp in zip(self.deltas()[1:], spreads[1:], strict=True):
@@ -50,6 +69,22 @@ class Row:
                 continue
             noise = max((x for x in (spreads[0], sp) if math.isfinite(x)), default=0.0)
             out.append(abs(d) >= max(MIN_DELTA, noise * 100.0))
+        return tuple(out)
+
+    def noise_pct(self) -> tuple[float | None, ...]:
+        """Per run (None for run 1): half the width of the 95 % confidence interval of
+        the difference between its mean and run 1's, in % of run 1's mean (a repeated
+        point with at least two runs on both sides; None otherwise)."""
+        if not self.repeats:
+            return tuple(None for _ in self.values)
+        base = self.repeats[0]
+        out: list[float | None] = [None]
+        for rep in self.repeats[1:]:
+            half = difference_noise(base, rep) if base is not None and rep is not None else None
+            if half is None or base is None or not base.mean:
+                out.append(None)
+            else:
+                out.append(100.0 * half / abs(base.mean))
         return tuple(out)
 
     def deltas(self) -> tuple[float, ...]:
@@ -74,6 +109,18 @@ class Row:
                 round(x * 100, 3) if math.isfinite(x) else None for x in self.spreads
             ],
             "beyond_noise": [None, *self.beyond_noise()],
+        } | (self._repeat_dict() if self.repeats else {})
+
+    def _repeat_dict(self) -> dict[str, Any]:
+        """A repeated point's runs and spread per run, and the noise of each delta (only
+        in rows of repeated points: other rows keep their keys)."""
+        return {
+            "runs": [len(r.runs) if r is not None else None for r in self.repeats],
+            "mean_abs_dev_pct": [
+                r.mean_abs_dev_pct if r is not None else None for r in self.repeats
+            ],
+            "ci95": [list(r.ci95) if r is not None and r.ci95 else None for r in self.repeats],
+            "noise_pct": list(self.noise_pct()),
         }
 
 
@@ -169,6 +216,7 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
     for name in test_names(runs):
         tests = tests_of(runs, name)
         plan = next(t for t in tests if t is not None).plan
+        repeated = _repeated(tests)
         for key in _metrics(plan):
             for bs, rp in points_of(tests):
                 vals = tuple(
@@ -178,7 +226,53 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
                     analysis.spread(t, key, bs, rp) if t is not None else math.nan for t in tests
                 )
                 point = f"{format_size(bs)} {rp}/{100 - rp}"
-                rows.append(Row(name, point, key, metric(key).unit, vals, spreads))
+                pooled = metric(key).percentile is not None  # no per-run value of its own
+                reps = _window_repeats(tests, key, bs, rp) if repeated and not pooled else ()
+                rows.append(Row(name, point, key, metric(key).unit, vals, spreads, reps))
+        rows += repeat_rows(name, tests)
+    return rows
+
+
+def _repeated(tests: Sequence[TestData | None]) -> bool:
+    """A plain fixed test: its rounds are repetitions (not a stage's, not a sweep's)."""
+    plan = next(t for t in tests if t is not None).plan
+    if plan.kind != "fixed" or plan.procedure:  # a stage's rounds are no repetitions
+        return False
+    return not any(t is not None and sweep_of(t.plan, t.rounds) is not None for t in tests)
+
+
+def _window_repeats(
+    tests: Sequence[TestData | None], key: str, bs: int, rp: int
+) -> tuple[Repeatability | None, ...]:
+    """A repeated point's per-run values of ``key`` over the window rounds, as the
+    runs' repeatability: its row is then judged by the runs' noise like its MiB/s row
+    (the same deltas and the same verdict)."""
+    m = metric(key)
+    out: list[Repeatability | None] = []
+    for t in tests:
+        vals = (
+            []
+            if t is None
+            else [v for p in window_points(t, bs, rp) if math.isfinite(v := m.read(p))]
+        )
+        out.append(repeatability(vals) if vals else None)
+    return tuple(out)
+
+
+def repeat_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
+    """A fixed test's points as their runs' mean MiB/s, with each run's repeatability
+    (a bulk-I/O sweep's cells apart: they share point keys)."""
+    if not _repeated(tests):
+        return []
+    reps = [point_repeatability(t.rounds) if t is not None else {} for t in tests]
+    rows = []
+    for bs, rp in points_of(tests):
+        per_run = tuple(r.get((bs, rp)) for r in reps)
+        if not any(per_run):
+            continue
+        values = tuple(r.mean if r is not None else math.nan for r in per_run)
+        point = f"{format_size(bs)} {rp}/{100 - rp}"
+        rows.append(Row(name, point, "mib_s", "MiB/s", values, repeats=per_run))
     return rows
 
 
@@ -291,7 +385,29 @@ def format_rows(
             f"{(f'{d:+.1f} %' if math.isfinite(d) else '-'):>12}" for d in row.deltas()[1:]
         )
         lines.append(f"{row.test:<18} {row.point:<11} {row.metric:<9}{vals}{deltas}")
+        if row.repeats:
+            lines.append(f"{'':<18} {'':<11} {'':<9}{_noise_text(row)}")
     return "\n".join(lines)
+
+
+def _spread_text(r: Repeatability | None) -> str:
+    if r is None or r.mean_abs_dev_pct is None:
+        return "-"
+    return f"n={len(r.runs)} ±{r.mean_abs_dev_pct:.1f}%"
+
+
+def _noise_text(row: Row) -> str:
+    """Under a repeated point: each run's number of runs and spread, and whether each
+    delta is beyond the runs' noise (the half-width of its 95 % interval)."""
+    spread = "".join(f"{_spread_text(r):>14}" for r in row.repeats)
+    judged = []
+    for noise, beyond in zip(row.noise_pct()[1:], row.beyond_noise(), strict=True):
+        if beyond is None:
+            judged.append("-")
+        else:
+            bound = f" ±{noise:.1f}%" if noise is not None else ""
+            judged.append(("beyond" if beyond else "noise") + bound)
+    return spread + "".join(f"{j:>12}" for j in judged)
 
 
 def _fmt(v: float) -> str:

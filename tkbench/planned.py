@@ -161,6 +161,8 @@ class PlannedTest:
             max_slope_excursion=self.spec.rounds.max_slope_excursion,
             stop_written_multiple=self.spec.stop_written_multiple,
             tracking=tuple(x.label for x in self.tracking),
+            repeat_until=self.spec.repeat_until,
+            repeat_max=self.spec.repeat_max,
         )
 
     def record(self, ioengine_used: str = "") -> TestPlan:
@@ -206,6 +208,8 @@ class PlannedTest:
             sample=self.spec.sample,
             response_ceiling=self.spec.response_ceiling if self.derive_from else 0.0,
             operating=self.operating,
+            repeat_until=self.spec.repeat_until,
+            repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
         )
 
 

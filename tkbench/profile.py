@@ -374,6 +374,11 @@ class TestSpec:
     copy_buffer: int = 1 << 20  # bytes of each read and write
     drop_caches: bool = False  # also drop the kernel's caches before each copy (root)
     verify: bool = True  # compare every copy with its source after the timing
+    # a fixed test repeated until its runs agree (docs/volume.md, "Repeatability"): stop
+    # once every point's mean absolute deviation is within this percentage of its mean,
+    # after at least max(repeat, 2) and at most repeat_max runs (0.0: exactly repeat runs)
+    repeat_until: float = 0.0
+    repeat_max: int = 10
 
 
 @dataclass(frozen=True)
@@ -438,6 +443,20 @@ def _float(lo: float, hi: float, lo_open: bool = False) -> Conv:
         return f
 
     return conv
+
+
+def _percent_limit(v: Any) -> float:
+    """A deviation limit such as ``"3%"``: a percentage above 0 and at most 100."""
+    text = v.strip() if isinstance(v, str) else ""
+    if not text.endswith("%"):
+        raise ValueError(f'expected a percentage such as "3%", got {v!r}')
+    try:
+        f = float(text[:-1])
+    except ValueError:
+        raise ValueError(f'expected a percentage such as "3%", got {v!r}') from None
+    if not math.isfinite(f) or f <= 0 or f > 100:
+        raise ValueError(f"{text} is out of range: above 0 % and at most 100 %")
+    return f
 
 
 def _bool(v: Any) -> bool:
@@ -603,6 +622,8 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "percentiles": (_list(_float(0.0, 100.0, lo_open=True)), (99.0, 99.9, 99.99, 99.999)),
     "histogram": (_bool, False),
     "repeat": (_int(1, 100000), 1),
+    "repeat_until": (_percent_limit, 0.0),
+    "repeat_max": (_int(1, 100000), 10),
     "stop_written_multiple": (_float(0.0, 1000.0), 4.0),
     "max_duration": (_duration(0.0), 86400.0),
     "file_size": (_size(), 0),
@@ -964,6 +985,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         if t["kind"] == "steady" and not tracking and not t["procedure"]:
             raise err(f"tests.{tname}.tracking", "a steady-state test needs tracking variables")
         _check_scope(scope, tname, t, err)
+        _check_repeat_until(tname, t, err)
         tests.append(
             TestSpec(
                 name=tname,
@@ -993,6 +1015,8 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 **{k: t[k] for k in PROCEDURE_KEYS},
                 **{k: t[k] for k in SWEEP_KEYS},
                 **{k: t[k] for k in COPY_KEYS},
+                repeat_until=t["repeat_until"],
+                repeat_max=t["repeat_max"],
             )
         )
     if not tests:
@@ -1180,6 +1204,27 @@ def _copy_defaults(
     t["pattern"] = "sequential"
     # one file at a time through one buffer, through the page cache
     wl.update(numjobs=1, iodepth=1, direct=False)
+
+
+def _check_repeat_until(
+    tname: str, t: Mapping[str, Any], err: Callable[[str, str], ProfileError]
+) -> None:
+    """``repeat_until`` repeats a fixed test's runs (not a sweep's or a stage's) between
+    ``max(repeat, 2)`` and ``repeat_max`` times."""
+    if not t["repeat_until"]:
+        return
+    key = f"tests.{tname}.repeat_until"
+    if t["kind"] != "fixed":
+        raise err(key, "applies to tests of kind fixed only")
+    if t["procedure"] or t["modes"]:
+        raise err(key, "applies to plain fixed tests, not to a procedure or a bulk-I/O sweep")
+    least = max(t["repeat"], 2)
+    if t["repeat_max"] < least:
+        raise err(
+            f"tests.{tname}.repeat_max",
+            f"{t['repeat_max']} is less than the least number of runs, {least} "
+            "(repeat, and at least 2 to have a deviation)",
+        )
 
 
 def _check_scope(

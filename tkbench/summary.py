@@ -11,7 +11,7 @@ from .analysis.conformance import judge_run
 from .analysis.copy import copy_rows
 from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
-from .analysis.repeat import point_repeatability
+from .analysis.repeat import point_repeatability, until_standing
 from .analysis.sweep import sweep_of
 from .analysis.window import DIRECTIONS, DirMean
 from .device.writecache import WriteCacheRecord
@@ -56,6 +56,9 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["sweep"] = sweep.to_dict()
     elif a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
+    until = until_standing(plan, t.rounds)
+    if until is not None:  # only for tests with repeat_until: other outputs stay as they were
+        out["repeat_until"] = until.to_dict() | {"text": until.sentence()}
     if plan.histogram:
         out["window_percentiles"] = window_percentiles(t, a)
     return out
@@ -208,6 +211,8 @@ def format_summary(s: dict[str, Any]) -> str:
                 )
         for p in t.get("points", []):
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
+        if t.get("repeat_until"):
+            lines.append(f"  {t['repeat_until']['text']}")
         if t.get("sweep"):
             lines += _sweep_lines(t["sweep"])
         for c in t.get("copies", []):

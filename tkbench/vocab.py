@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the stored point a metric is read from (records import noth
 
 MB = 1e6  # bytes per MB
 MS = 1e6  # ns per ms
+MIB = 1024 * 1024  # bytes per MiB (volume benchmarks report MiB/s, as the ars recipes do)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ def _bw(p: PointResult) -> float:
     return p.bw_bytes / MB
 
 
+def _mib_s(p: PointResult) -> float:
+    return p.bw_bytes / MIB
+
+
 def _lat_mean(p: PointResult) -> float:
     return p.lat_mean_ns / MS
 
@@ -87,6 +92,7 @@ BASE: dict[str, Metric] = {
         Metric("bw", "Throughput", "MB/s", True, True, _bw),
         Metric("lat_mean", "Mean response time", "ms", False, True, _lat_mean),
         Metric("lat_max", "Maximum response time", "ms", False, False, _lat_max, "max"),
+        Metric("mib_s", "Throughput", "MiB/s", True, False, _mib_s),
     )
 }
 # the percentiles profiles may name (fio reports these by default, tkbench asks for them)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..records import Result, Round, TestPlan
 from ..units import format_duration, human_bytes
+from .repeat import until_bounds, until_standing
 from .segments import reached, segment_rounds, segment_verdicts
 
 # whatever its segments, a steady-state test never runs more than this many times its
@@ -36,6 +37,8 @@ class RoundSpec:
     max_slope_excursion: float = 0.1
     stop_written_multiple: float = 4.0
     tracking: tuple[str, ...] = ()  # tracking variable labels
+    repeat_until: float = 0.0  # fixed: % deviation that ends the runs (0: exactly repeat)
+    repeat_max: int = 10  # fixed, with repeat_until: the most runs
 
 
 @dataclass(frozen=True)
@@ -187,32 +190,66 @@ class Saturation(TestKind):
 
 
 class Fixed(TestKind):
-    """A fixed number of repetitions, without a steady-state rule."""
+    """A fixed number of repetitions, without a steady-state rule; with
+    ``repeat_until``, repetitions until every point's runs lie within that
+    percentage of their mean (mean absolute deviation), between ``max(repeat, 2)``
+    and ``repeat_max`` runs.  Decided from the stored runs only, so a resumed test
+    counts the runs it kept and stops where the uninterrupted one would have."""
 
     name = "fixed"
 
     def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
+        if spec.repeat_until:
+            return until_bounds(spec.repeat, spec.repeat_max)
         return spec.repeat, spec.repeat
 
     def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
         return "fixed repetitions"
 
     def stop_text(self, spec: RoundSpec) -> str:
+        if spec.repeat_until:
+            lo, hi = until_bounds(spec.repeat, spec.repeat_max)
+            return (
+                f"until every point's runs lie within {spec.repeat_until:g} % of their mean "
+                f"(mean absolute deviation): at least {lo}, at most {hi} runs"
+            )
         return f"after {spec.repeat} repetition(s)"
 
     def stop_reason(self, plan: TestPlan, p: Standing) -> str | None:
+        until = until_standing(plan, p.rounds)
+        if until is not None:
+            if until.ended_by is None:
+                return None
+            dev = f"{until.deviation_pct:.2f} %"
+            if until.met:
+                return f"runs within {dev} <= {until.limit_pct:g} % after {until.runs} runs"
+            return f"at most {until.max_runs} runs: deviation {dev} > {until.limit_pct:g} %"
         repeat = plan.repeat
         return f"{repeat} repetition(s) done" if len(p.rounds) >= repeat else None
 
     def next_is_last(self, plan: TestPlan, p: Standing) -> bool:
+        if plan.repeat_until:  # only the repeat_max is certain; the runs decide before it
+            return len(p.rounds) + 1 >= until_bounds(plan.repeat, plan.repeat_max)[1]
         return len(p.rounds) + 1 >= plan.repeat
 
     def window(self, plan: TestPlan, segment: Sequence[Round]) -> tuple[int, ...]:
         return tuple(r.round for r in segment)
 
+    def resume_action(self, gap: float, resume_gap: float, preconditioned: bool) -> str:
+        # repetitions are independent runs, each starting from the state its predecessor
+        # left: an idle gap before one is no different from the gap between two tests,
+        # so the kept runs stay in the window (and count towards repeat/repeat_until).
+        # A preconditioned fixed test is preconditioned again as before.
+        if not preconditioned:
+            return "continue"
+        return super().resume_action(gap, resume_gap, preconditioned)
+
     def outcome(
         self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
     ) -> tuple[list[int], str]:
+        until = until_standing(plan, rounds)
+        if until is not None:
+            return [r.round for r in rounds], f"{len(rounds)} repetition(s), {until.sentence()}"
         return [r.round for r in rounds], f"{len(rounds)} repetition(s)"
 
 

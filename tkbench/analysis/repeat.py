@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Round
+from ..records import Round, TestPlan
 
 MIB = 1024 * 1024
 
@@ -85,3 +85,117 @@ def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
 def point_repeatability(rounds: Sequence[Round]) -> dict[tuple[int, int], Repeatability]:
     """Each point's repeatability in MiB/s over ``rounds`` (a fixed test's runs)."""
     return {k: repeatability(v) for k, v in point_runs(rounds).items()}
+
+
+# --------------------------------------------------------------------------- repeat_until
+
+
+def until_bounds(repeat: int, repeat_max: int) -> tuple[int, int]:
+    """The fewest and the most runs of a test repeated until its runs agree: at least
+    ``repeat`` and at least 2 (one run has no deviation), at most ``repeat_max``."""
+    least = max(repeat, 2)
+    return least, max(least, repeat_max)
+
+
+def deviation_pct(rep: Repeatability) -> float:
+    """A point's mean absolute deviation in % of its mean; a mean of 0 counts as no
+    deviation when every run was 0 (the only way to have it)."""
+    if rep.mean_abs_dev_pct is not None:
+        return rep.mean_abs_dev_pct
+    return 0.0 if rep.mean_abs_dev == 0 else math.inf
+
+
+@dataclass(frozen=True)
+class UntilStanding:
+    """Where a test repeated until its runs agree (``repeat_until``) stands, from its
+    stored runs: the limit, the bounds, the runs so far and the worst point's deviation."""
+
+    limit_pct: float
+    min_runs: int
+    max_runs: int
+    runs: int
+    deviation_pct: float | None  # the largest over the test's points; None before 2 runs
+    point: str = ""  # the point with that deviation ("4k 0/100")
+
+    @property
+    def met(self) -> bool:
+        """At least the minimum of runs, and every point within the limit."""
+        return (
+            self.runs >= self.min_runs
+            and self.deviation_pct is not None
+            and self.deviation_pct <= self.limit_pct
+        )
+
+    @property
+    def exhausted(self) -> bool:
+        return self.runs >= self.max_runs
+
+    @property
+    def ended_by(self) -> str | None:
+        """``limit`` (the runs agree), ``maximum`` (repeat_max ended it first), or None
+        while the test would run again."""
+        if self.met:
+            return "limit"
+        return "maximum" if self.exhausted else None
+
+    def sentence(self) -> str:
+        """The outcome in words: met after N runs, or not repeatable to L % in N runs."""
+        dev = "-" if self.deviation_pct is None else f"{self.deviation_pct:.2f} %"
+        if self.met:
+            return (
+                f"repeatable to {self.limit_pct:g} %: the runs were within {dev} of their "
+                f"mean after {self.runs} runs"
+            )
+        if self.exhausted:
+            return (
+                f"not repeatable to {self.limit_pct:g} % in {self.runs} runs: the maximum "
+                f"ended it at a deviation of {dev}" + (f" ({self.point})" if self.point else "")
+            )
+        return f"{self.runs} of {self.min_runs}-{self.max_runs} runs, deviation {dev} so far"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "limit_pct": self.limit_pct,
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "runs": self.runs,
+            "deviation_pct": self.deviation_pct,
+            "met": self.met,
+            "ended_by": self.ended_by,
+        }
+
+
+def until_standing(plan: TestPlan, rounds: Sequence[Round]) -> UntilStanding | None:
+    """Where a test with ``repeat_until`` stands after its stored ``rounds`` (None for a
+    test without it): the decision the stop rule makes, and what show and the report say."""
+    if not plan.repeat_until:
+        return None
+    lo, hi = until_bounds(plan.repeat, plan.repeat_max)
+    reps = point_repeatability(rounds)
+    worst: float | None = None
+    point = ""
+    if len(rounds) >= 2 and reps:
+        key, rep = max(reps.items(), key=lambda kv: deviation_pct(kv[1]))
+        worst = deviation_pct(rep)
+        point = next((p.label for p in plan.points if p.key == key), "")
+    return UntilStanding(plan.repeat_until, lo, hi, len(rounds), worst, point)
+
+
+# --------------------------------------------------------------------------- two runs' means
+
+
+def difference_noise(a: Repeatability, b: Repeatability) -> float | None:
+    """Half the width of the 95 % confidence interval of ``b.mean - a.mean`` (Welch:
+    each side's own variance, Student's t with the Welch-Satterthwaite degrees of
+    freedom, rounded down), in the unit of the means.  A difference of the means
+    smaller than this is within the runs' own noise: the interval holds zero.  None
+    when a side has a single run (its spread is unknown)."""
+    if a.stdev is None or b.stdev is None:
+        return None
+    va, vb = a.stdev**2 / len(a.runs), b.stdev**2 / len(b.runs)
+    se2 = va + vb
+    if se2 == 0:
+        return 0.0
+    dfs = [len(r.runs) - 1 for r in (a, b)]
+    df = se2**2 / (va**2 / dfs[0] + vb**2 / dfs[1])
+    return t95(max(1, math.floor(df))) * math.sqrt(se2)

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import headline
+from ..analysis.repeat import point_repeatability, until_standing
+from ..analysis.sweep import sweep_of
 from ..records import Checks
 from ..records.base import dump
 from ..store import RunData
@@ -32,10 +34,13 @@ class Entry:
     checks: dict[str, Any] | None
     rig: str | None = None  # the rig it was indexed from (--rig, TKBENCH_RIG)
     run_id: str | None = None  # the manifest's run UUID; None for runs made before it existed
+    # per repeated point ("TEST POINT", e.g. "4k-fsync 4k 0/100"): its runs' figures in
+    # MiB/s (repeat_points); None for a run without fixed tests (and older histories)
+    repeats: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON of ``tkbench history --json``: ``rig`` and ``run_id`` only when known,
-        so that the entries of runs without them read as they always did."""
+        """The JSON of ``tkbench history --json``: ``rig``, ``run_id`` and ``repeats`` only
+        when known, so that the entries of runs without them read as they always did."""
         out = dict(self.__dict__)
         for key in OPTIONAL:
             if out[key] is None:
@@ -44,7 +49,7 @@ class Entry:
 
 
 COLUMNS = tuple(f.name for f in fields(Entry))  # the runs table's columns, by name
-OPTIONAL = ("rig", "run_id")  # columns an entry may lack (older histories have neither)
+OPTIONAL = ("rig", "run_id", "repeats")  # columns an entry may lack (older histories)
 
 
 def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
@@ -65,7 +70,34 @@ def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None
         checks=dump(checks) if checks is not None else None,
         rig=rig,
         run_id=m.run_id,
+        repeats=repeat_figures(run),
     )
+
+
+def repeat_figures(run: RunData) -> dict[str, dict[str, Any]] | None:
+    """Every repeated point of the run's plain fixed tests (not a sweep's cells, not a
+    stage's rounds) with the figures nights are compared by: the mean MiB/s, the mean
+    absolute deviation in % of it, the standard deviation, the number of runs and,
+    for a test with repeat_until, whether its limit was met."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in run.tests:
+        if t.plan.kind != "fixed" or t.plan.procedure or not t.rounds:
+            continue
+        if sweep_of(t.plan, t.rounds) is not None:
+            continue
+        labels = {p.key: p.label for p in t.plan.points}
+        until = until_standing(t.plan, t.rounds)
+        for key, rep in point_repeatability(t.rounds).items():
+            item: dict[str, Any] = {
+                "mean": rep.mean,
+                "mean_abs_dev_pct": rep.mean_abs_dev_pct,
+                "stdev": rep.stdev,
+                "runs": len(rep.runs),
+            }
+            if until is not None:
+                item["limit_pct"], item["limit_met"] = until.limit_pct, until.met
+            out[f"{t.name} {labels.get(key, '')}".strip()] = item
+    return out or None
 
 
 def to_row(entry: Entry) -> dict[str, Any]:
@@ -74,6 +106,7 @@ def to_row(entry: Entry) -> dict[str, Any]:
     row = {c: getattr(entry, c) for c in COLUMNS}
     row["headline"] = json.dumps(entry.headline)
     row["checks"] = json.dumps(entry.checks) if entry.checks is not None else None
+    row["repeats"] = json.dumps(entry.repeats) if entry.repeats is not None else None
     return row
 
 
@@ -82,6 +115,7 @@ def from_row(row: dict[str, Any]) -> Entry:
     values: dict[str, Any] = {c: row.get(c) for c in COLUMNS}
     values["headline"] = json.loads(row["headline"] or "{}")
     values["checks"] = json.loads(row["checks"]) if row["checks"] else None
+    values["repeats"] = json.loads(row["repeats"]) if row.get("repeats") else None
     return Entry(**values)
 
 
@@ -134,4 +168,11 @@ def format_entries(entries: list[Entry]) -> str:
         lines.append(f"  {when}  {e.profile:<8} {e.status:<11}{verdict}  {heads}")
         where = f"  (rig {e.rig})" if e.rig else ""
         lines.append(f"  {'':16} {e.run_dir}{where}")
+        for point, fig in (e.repeats or {}).items():
+            spread = fig.get("mean_abs_dev_pct")
+            lines.append(
+                f"  {'':16} {point}: {fig['mean']:,.4g} MiB/s"
+                + (f" ±{spread:.1f} %" if spread is not None else "")
+                + f" over {fig['runs']} run(s)"
+            )
     return "\n".join(lines)

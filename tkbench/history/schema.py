@@ -17,6 +17,10 @@ History of the format:
    manifest's run UUID, unique; null for runs made before run ids) and
    ``indexed_on`` (the host whose file system ``run_dir`` names, so that ``history
    prune`` on one rig never judges another rig's directories).
+3. ``repeats``: per repeated point of a run's fixed tests, its runs' mean MiB/s, mean
+   absolute deviation (% of the mean), standard deviation and number of runs (JSON
+   text, like ``headline``; null for runs without fixed tests and for entries indexed
+   before version 3 until they are indexed again).
 
 The first write to a history creates it or brings it up to :data:`HISTORY_VERSION`,
 one step after the other, in one transaction; reading never changes it (columns an
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HISTORY_VERSION = 2
+HISTORY_VERSION = 3
 
 VERSION_TABLE = "tkbench_schema"  # PostgreSQL: the version, one row
 
@@ -67,6 +71,9 @@ STEPS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs ADD COLUMN run_id TEXT",
         "ALTER TABLE runs ADD COLUMN indexed_on TEXT",
         "CREATE UNIQUE INDEX IF NOT EXISTS runs_run_id ON runs (run_id)",
+    ),
+    (  # 3: the repeatability of repeated points
+        "ALTER TABLE runs ADD COLUMN repeats TEXT",
     ),
 )
 assert len(STEPS) == HISTORY_VERSION

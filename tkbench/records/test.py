@@ -111,6 +111,11 @@ class TestPlan(Record):
     response_ceiling: float = field(default=0.0, metadata=OMIT)  # seconds (MaxIOPS)
     # the operating points chosen from the demand-intensity stage before this one ran
     operating: tuple[OperatingPoint, ...] = field(default=(), metadata=OMIT)
+    # a fixed test repeated until its runs agree (left out otherwise, so that files of
+    # tests without it read as before): the limit in % of the mean (0: exactly
+    # ``repeat`` runs) and the most runs (tkbench.analysis.repeat.until_standing)
+    repeat_until: float = field(default=0.0, metadata=OMIT)
+    repeat_max: int = field(default=0, metadata=OMIT)
 
     @property
     def block_sizes(self) -> list[int]:

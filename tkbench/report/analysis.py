@@ -41,6 +41,7 @@ from .labels import anchor, primary_metric, tracking_of
 from .model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, CheckRow, Report, TestReport
 from .options import ReportOptions
 from .procedure import health_rows, outcome, parameters
+from .repeats import recipe_table, repeat_part
 from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
 from .sweep import is_sweep, sweep_report
@@ -92,6 +93,9 @@ def test_report(
     tables = section.matrices and not sweep
     latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
     queue_note, queue_warn = queue_check(plan, records) if tables else ("", False)
+    repeat = repeat_part(t)
+    if repeat is not None and repeat.until:
+        verdict = f"{verdict} {repeat.until}"
     stage = section.stage(t, run_tests or (t,))
     if stage is not None and stage.summary and t.rounds:
         verdict = stage.summary
@@ -139,6 +143,7 @@ def test_report(
         sweep=sweep_report(t),
         copy=copy_report(t),
         hosts=tuple(host_means(records)),
+        repeat=repeat,
     )
 
 
@@ -181,6 +186,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         warnings=header.warnings(run, tests) + heat_warnings(tests),
         flag=header.flag(m),
         pts=header.pts_claim(run),
+        recipes=recipe_table(run.tests),
         **check_rows(run.checks),
     )
 

@@ -45,6 +45,9 @@ class Line:
     beyond: tuple[bool | None, ...] = ()  # per delta: larger than the noise (None: no delta)
     caveat: bool = False  # a value comes from a test that did not reach steady state
     outliers: tuple[bool, ...] = ()  # per run: far from all runs' median (compare.outliers)
+    # per delta of a repeated point: the runs' noise, half the 95 % interval of the
+    # difference of the means in % (None: unknown); empty for other points
+    noise: tuple[float | None, ...] = ()
 
     @property
     def any_outlier(self) -> bool:
@@ -254,6 +257,7 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
                 _deltas(values),
                 r.higher_is_better,
                 r.beyond_noise(),
+                noise=r.noise_pct()[1:] if r.repeats else (),
             )
         )
     sections = []

@@ -14,7 +14,7 @@ from .. import cacherecord
 from ..analysis import kind_of
 from ..analysis.conformance import judge_run
 from ..analysis.pts import Judgement, stored_variant
-from ..analysis.repeat import point_repeatability
+from ..analysis.repeat import point_repeatability, until_standing
 from ..device.writecache import describe as write_cache_text
 from ..records import Manifest
 from ..store import RunData, TestData
@@ -299,7 +299,9 @@ def _repeat_sentence(t: TestData) -> str:
         if n > 1 and rep.mean_abs_dev_pct is not None:
             text += f", the runs within ±{rep.mean_abs_dev_pct:.1f} % of it"
         parts.append(text)
-    return f"{t.plan.title or t.name}: {'; '.join(parts)}."
+    until = until_standing(t.plan, t.rounds)
+    tail = f" ({until.sentence()})" if until is not None else ""
+    return f"{t.plan.title or t.name}: {'; '.join(parts)}{tail}."
 
 
 def device_line(manifest: Manifest) -> str:

@@ -16,6 +16,7 @@ from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
 from .copy import CopyReport
+from .repeats import RecipeTable, RepeatPart
 from .sweep import SweepReport
 
 if TYPE_CHECKING:
@@ -215,6 +216,7 @@ class TestReport:
     sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
     copy: CopyReport | None = None  # a copy test's runs per file set and data pattern
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
+    repeat: RepeatPart | None = None  # a fixed test's runs and their spread (report/repeats.py)
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
@@ -275,3 +277,4 @@ class Report:
     checks_passed: bool | None = None  # None: the run has no checks
     checks_baseline: str = ""
     pts: PtsClaim | None = None  # None: a model made without it
+    recipes: RecipeTable | None = None  # recipes run plainly and with fsync (report/repeats.py)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..analysis.repeat import until_bounds
 from ..analysis.responses import ResponseTimes, saturation_responses
 from ..analysis.steady import Verdict
 from ..records import Round, TestPlan
@@ -151,6 +152,12 @@ class FixedSection(Section):
         )
 
     def stop_rule(self, plan: TestPlan, capacity: int) -> str:
+        if plan.repeat_until:
+            lo, hi = until_bounds(plan.repeat, plan.repeat_max)
+            return (
+                f"until every point's runs lie within {plan.repeat_until:g} % of their mean "
+                f"(mean absolute deviation): {lo} to {hi} repetitions"
+            )
         return f"{plan.repeat} repetition(s)"
 
 
