@@ -34,6 +34,7 @@ class Point:
     fadvise: str = ""  # fio fadvise_hint ("": fio's default)
     file: str = ""  # fio filename: one test file shared by the test's points ("": one per job)
     tag: str = ""  # what sets the point apart from others of its block size and mix
+    cache: str = ""  # the page cache at its start: "cold", "warm" ("": as-is; tkbench.cache)
 
     @property
     def label(self) -> str:
@@ -74,6 +75,7 @@ class Point:
             direct=self.direct,
             fadvise=self.fadvise,
             file=self.file,
+            cache=self.cache,
         )
 
 
@@ -173,6 +175,9 @@ class PlannedTest:
                 ioengine=wl.ioengine,
                 fsync=self.spec.fsync,
                 end_fsync=self.spec.end_fsync,
+                sync=self.spec.sync,
+                compress_percentage=wl.compress_percentage,
+                drop_caches=self.spec.drop_caches,
             ),
             point_runtime=self.spec.point_runtime,
             rounds=Limits(
@@ -193,6 +198,7 @@ class PlannedTest:
             sample=self.spec.sample,
             response_ceiling=self.spec.response_ceiling if self.derive_from else 0.0,
             operating=self.operating,
+            node_size=self.spec.node_size if self.spec.nodes else 0,
         )
 
 

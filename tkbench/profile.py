@@ -45,7 +45,11 @@ def purge_methods() -> tuple[str, ...]:
 
 # "auto" picks the secure erase by interface; "none" skips the purge
 PURGE_METHODS = (*purge_methods(), "none")
-DATA_PATTERNS = ("random", "zero")
+DATA_PATTERNS = ("random", "zero", "compressible")
+# the page cache at a point's start (tkbench.cache says what each asks of fio)
+CACHE_STATES = ("as-is", "cold", "warm")
+# the operations of a virtual-file test (tkbench.vfile)
+VFILE_OPERATIONS = ("random-write", "random-read", "sequential-write", "sequential-read")
 # the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
 PTS_VARIANTS = ("E", "C", "none")
 
@@ -237,6 +241,9 @@ class Workload:
     ioengine: str
     direct: bool
     write_cache: str = "unchanged"  # the drive's volatile write cache, for the whole run
+    # data_pattern "compressible": the percentage by which the data compresses (fio
+    # buffer_compress_percentage); 0 with every other pattern
+    compress_percentage: int = 0
 
 
 @dataclass(frozen=True)
@@ -324,6 +331,19 @@ class TestSpec:
     modes: tuple[str, ...] = ()  # empty: no sweep
     buffer_counts: tuple[int, ...] = ()
     max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
+
+    # the page cache (tkbench.cache): "as-is" (not controlled), "cold", "warm"
+    cache: str = "as-is"
+    drop_caches: bool = False  # cold: also root's /proc/sys/vm/drop_caches before each point
+    sync: bool = False  # fio sync=1: every write opens O_SYNC (write-through)
+
+    # a virtual-file test (tkbench.vfile; volume profiles): a database file of ``nodes``
+    # nodes of ``node_size`` bytes, read and written in pages (the test's block size)
+    nodes: int = 0  # 0: no virtual-file test
+    node_size: int = 512
+    operations: tuple[str, ...] = ()
+    thread_counts: tuple[int, ...] = ()
+    caches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -483,6 +503,7 @@ WORKLOAD_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "ioengine": (_choice(("auto", "libaio", "io_uring", "psync", "posixaio", "sync")), "auto"),
     "direct": (_bool, True),
     "write_cache": (_choice(WRITE_CACHE_SETTINGS), "unchanged"),
+    "compress_percentage": (_int(1, 99), 0),
 }
 ROUNDS_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "max": (_int(1, 100000), 25),
@@ -581,6 +602,15 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "buffer_sizes": (_list(_block_size), ()),
     "buffer_counts": (_list(_int(1, 65536)), ()),
     "max_buffer_space": (_size(512), 64 << 20),
+    "cache": (_choice(CACHE_STATES), "as-is"),
+    "drop_caches": (_bool, False),
+    "sync": (_bool, False),
+    "nodes": (_int(1, 1 << 40), 0),
+    "node_size": (_size(1), 512),
+    "page_size": (_block_size, 8192),
+    "operations": (_list(_choice(VFILE_OPERATIONS)), VFILE_OPERATIONS),
+    "thread_counts": (_list(_int(1, 1024)), (1, 128)),
+    "caches": (_list(_choice(CACHE_STATES[1:])), ("cold", "warm")),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -861,6 +891,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         return out
 
     wl = section("workload", data.get("workload"), WORKLOAD_SCHEMA)
+    _pattern_defaults("workload", wl, data.get("workload") or {}, err)
     rd = section("rounds", data.get("rounds"), ROUNDS_SCHEMA)
     pg = section("purge", data.get("purge"), PURGE_SCHEMA)
     pc = section("precondition", data.get("precondition"), PRECONDITION_SCHEMA)
@@ -891,8 +922,12 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 "the write cache is set once for the whole run: set workload.write_cache",
             )
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
+        own = traw.get("workload")
+        _pattern_defaults(f"tests.{tname}.workload", twl, own if isinstance(own, dict) else {}, err)
         _procedure_defaults(tname, t, err)
         _sweep_defaults(scope, tname, t, twl, err)
+        _vfile_defaults(scope, tname, t, twl, traw, err)
+        _cache_defaults(tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
                 raise err(f"tests.{tname}.{req}", "missing")
@@ -936,6 +971,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 response_histogram=t["response_histogram"],
                 **{k: t[k] for k in PROCEDURE_KEYS},
                 **{k: t[k] for k in SWEEP_KEYS},
+                **{k: t[k] for k in CACHE_KEYS + VFILE_KEYS},
             )
         )
     if not tests:
@@ -992,6 +1028,8 @@ PROCEDURE_KEYS = (
     "operating_runtime",
 )
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
+CACHE_KEYS = ("cache", "drop_caches", "sync")
+VFILE_KEYS = ("nodes", "node_size", "operations", "thread_counts", "caches")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
 _NEEDS = {
     "hir": ("wait_states",),
@@ -1112,3 +1150,92 @@ def _check_scope(
             'test files belong to volume profiles (scope = "volume"); a device test '
             "addresses the ActiveRange",
         )
+
+
+def _pattern_defaults(
+    where: str,
+    wl: dict[str, Any],
+    own: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """``compress_percentage`` belongs to the compressible pattern (50 when not given);
+    a test that chooses another pattern drops the percentage it inherited."""
+    given = "compress_percentage" in own
+    if wl["data_pattern"] == "compressible":
+        wl["compress_percentage"] = wl["compress_percentage"] or 50
+    elif given:
+        raise err(f"{where}.compress_percentage", 'applies only to data_pattern = "compressible"')
+    else:
+        wl["compress_percentage"] = 0
+
+
+def _vfile_defaults(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: Mapping[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A virtual-file test (``nodes``): one database file of nodes x node size, its
+    pages read and written by every operation x thread count x cache state; the file
+    size, block size and mixes follow from its keys."""
+    vfile_keys = ("node_size", "page_size", "operations", "thread_counts", "caches")
+    if not t["nodes"]:
+        for key in vfile_keys:
+            if key in raw:
+                raise err(f"tests.{tname}.{key}", "belongs to a virtual-file test: set nodes too")
+        t["operations"] = t["thread_counts"] = t["caches"] = ()
+        return
+    if scope != "volume":
+        raise err(
+            f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
+        )
+    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"]:
+        raise err(
+            f"tests.{tname}.nodes", "a virtual-file test has no procedure, bssplit, zones or modes"
+        )
+    for key in ("block_sizes", "mixes", "file_size", "cache"):
+        if key in raw:
+            raise err(
+                f"tests.{tname}.{key}",
+                "a virtual-file test sets it from nodes, node_size, page_size, operations "
+                "and caches",
+            )
+    size = t["nodes"] * t["node_size"]
+    need = t["page_size"] * max(t["thread_counts"])
+    if size < need:
+        raise err(
+            f"tests.{tname}.nodes",
+            f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
+            f"than a page ({format_size(t['page_size'])}) for each of "
+            f"{max(t['thread_counts'])} threads",
+        )
+    t["file_size"] = size
+    t["block_sizes"] = (t["page_size"],)
+    reads = [op.endswith("-read") for op in t["operations"]]
+    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+
+
+def _cache_defaults(
+    tname: str, t: dict[str, Any], wl: Mapping[str, Any], err: Callable[[str, str], ProfileError]
+) -> None:
+    """A warm cache needs the page cache (buffered I/O); ``drop_caches`` makes a cold
+    cache colder and means nothing otherwise."""
+    states = t["caches"] or (t["cache"],)
+    key = "caches" if t["caches"] else "cache"
+    if t["cache"] != "as-is" and (t["procedure"] or t["modes"]):
+        raise err(
+            f"tests.{tname}.cache",
+            "a bulk-I/O sweep is always cold"
+            if t["modes"]
+            else "a test of several stages does not take a cache state",
+        )
+    if "warm" in states and wl["direct"]:
+        raise err(
+            f"tests.{tname}.{key}",
+            "a warm cache needs buffered I/O: set workload.direct = false (O_DIRECT bypasses "
+            "the page cache)",
+        )
+    if t["drop_caches"] and "cold" not in states:
+        raise err(f"tests.{tname}.drop_caches", 'applies only to a cold cache (cache = "cold")')

@@ -81,6 +81,9 @@ class PlannedPoint:
     direct: bool | None = field(default=None, metadata={"omit_none": True})
     fadvise: str = field(default="", metadata=OMIT)
     file: str = field(default="", metadata=OMIT)
+    # the page cache at the point's start (tkbench.cache): "cold", "warm"; "": as-is,
+    # not controlled (every point before tkbench stated it, but a sweep's: cold)
+    cache: str = field(default="", metadata=OMIT)
 
     @property
     def key(self) -> tuple[int, int]:
