@@ -76,7 +76,8 @@ def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
     out: dict[tuple[int, int], list[float]] = {}
     for r in rounds:
         for p in r.points:
-            if p.role != "sweep":  # a sweep's cells share keys: tkbench.analysis.sweep
+            # a sweep's and a virtual file's cells share keys: tkbench.analysis.sweep, .vfile
+            if p.role not in ("sweep", "vfile"):
                 out.setdefault(p.key, []).append(p.bw_bytes / MIB)
     return out
 

@@ -16,6 +16,7 @@ from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
 from .sweep import SweepReport
+from .vfile import VfileReport
 
 if TYPE_CHECKING:
     from .stages import StagePart
@@ -213,6 +214,7 @@ class TestReport:
     stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
     sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
+    vfile: VfileReport | None = None  # a virtual-file test's nodes/s, cold and warm
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:
