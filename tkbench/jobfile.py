@@ -42,6 +42,14 @@ def engine_for(kind: str, ioengine: str = "auto") -> str:
 
 # bytes of each random-then-zeros region of compressible data (fio buffer_compress_chunk)
 COMPRESS_CHUNK = 512
+# Points of these roles follow each other by fio's stonewall (fio creates a point's
+# threads only when the previous point has ended) instead of waiting in the hand-off:
+# a virtual-file test's points run up to 128 threads each, and when points run longer
+# than planned (pre-reads, write-through) the threads of many later points would
+# otherwise be up early, each with its own hand-off helper, and starve the point
+# that runs (seen: a 1-thread point doing one I/O in 2 s).  They still leave the
+# hand-off's markers, and a round's first point still waits for the round before.
+STONEWALLED = ("vfile",)
 # Nominal idle time between points when fio schedules them by startdelay alone.
 DEFAULT_GUARD = 0.005
 # How far ahead of its nominal start a point's threads are brought up.
@@ -319,7 +327,7 @@ def render_round(
         if handoff is not None:
             delay = max(0.0, shift + nominal - LEAD)
             drop = point if drop_caches and point.cache == "cold" else None
-            if prev is not None:
+            if prev is not None and not (point.role in STONEWALLED and drop is None):
                 prerun = handoff.prerun(prev, drop=drop)
             elif follow is not None:
                 prerun = handoff.prerun(follow.last, follow.directory, drop=drop)
@@ -328,6 +336,8 @@ def render_round(
             postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
         opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
+        if point.role in STONEWALLED and prev is not None:
+            opts["stonewall"] = True
         lines += _section(point.job_name, opts)
         prev = point
     return "\n".join(lines) + "\n"
