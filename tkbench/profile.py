@@ -1173,7 +1173,7 @@ def _vfile_defaults(
     scope: str,
     tname: str,
     t: dict[str, Any],
-    wl: Mapping[str, Any],
+    wl: dict[str, Any],
     raw: Mapping[str, Any],
     err: Callable[[str, str], ProfileError],
 ) -> None:
@@ -1213,6 +1213,7 @@ def _vfile_defaults(
         )
     t["file_size"] = size
     t["block_sizes"] = (t["page_size"],)
+    wl["numjobs"] = max(t["thread_counts"])  # the most threads at once (each point its own)
     reads = [op.endswith("-read") for op in t["operations"]]
     t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
 
