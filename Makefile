@@ -5,9 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 # postgresql: the server the history tests start in a temporary directory (tests/_postgres.py);
 # chromium: the headless browser the dashboard tests load its pages in (tests/_chromium.py);
-# systemd: systemd-analyze, which checks the example units (tests/test_examples.py)
+# systemd: systemd-analyze, which checks the example units (tests/test_examples.py);
+# xfsprogs: an XFS with reflinks, on which the copy test's copies must share no extents
+# (tests/test_copy.py); strace: which system calls the copy test makes (tests/test_copy.py)
 DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 libharfbuzz-subset0 \
-        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd
+        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd xfsprogs strace
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 

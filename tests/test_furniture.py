@@ -81,6 +81,7 @@ def test_bash_completion_completes_commands_options_and_values(tmp_path: Path) -
     assert _bash_complete(script, ["-q", "plan", "--profile", ""]) == [
         "ars",
         "bulk-sweep",
+        "copy",
         "pts-c",
         "pts-e",
         "quick",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,21 @@ OVERRIDES = [
 CONTINUE = ("--resume-gap", "3600")
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_run_outlives_its_test() -> Iterator[None]:
+    """A failed assertion must not leave a run (and its fio) going into the next tests."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
 def _start(tmp: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     args = [
         sys.executable,
@@ -56,9 +73,11 @@ def _start(tmp: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
         args += ["--size", "16M"]
         for o in OVERRIDES:
             args += ["--set", o]
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
+    _STARTED.append(proc)
+    return proc
 
 
 def _rounds(out: Path) -> int:
@@ -69,7 +88,10 @@ def _wait_rounds(proc: subprocess.Popen[str], out: Path, n: int, timeout: float 
     limit = time.monotonic() + timeout
     while _rounds(out) < n:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < limit, "run made no progress"
+        if time.monotonic() >= limit:
+            log = out / "events.log"
+            tail = log.read_text().splitlines()[-5:] if log.exists() else []
+            raise AssertionError(f"no {n} rounds in {timeout:g} s; the run's log ends: {tail}")
         time.sleep(0.05)
 
 

@@ -200,6 +200,21 @@ def test_drop_caches_is_refused_without_root_or_with_fio_servers() -> None:
     check_drop_caches(planmod.build(profilemod.load("vfile"), _info()), euid=1000)
 
 
+def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
+    """The copy test (kind copy) shares the key drop_caches: no cache state needed for
+    it, no page-cache words from this side, and the fio pattern name "compressible"
+    is not one of its data patterns (those are compressible-NN)."""
+    prof = profilemod.load("copy", ["tests.copy.drop_caches=true"])
+    assert prof.test("copy").drop_caches and prof.test("copy").cache == "as-is"
+    with pytest.raises(ProfileError, match=r"tests\.copy\.cache: a copy test does not take"):
+        profilemod.load("copy", ["tests.copy.cache=cold"])
+    with pytest.raises(ProfileError, match=r"tests\.copy\.data_patterns"):
+        profilemod.load("copy", ['tests.copy.data_patterns=["compressible"]'])
+    (test,) = planmod.build(prof, _info()).tests
+    assert cache.states_of(((p.cache, p.role) for p in test.points), False) == []
+    check_drop_caches(planmod.build(prof, _info()), euid=1000)  # the copy test's own check
+
+
 # --------------------------------------------------------------------------- data patterns
 
 

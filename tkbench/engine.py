@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, fiologs, histphase, jobfile, procedures
+from . import __version__, copyrun, fiologs, histphase, jobfile, procedures
 from .analysis import stages, steady
 from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
@@ -299,7 +299,10 @@ class Engine:
             self._check_stop()
             self._precondition(test, segment)
 
-        self._rounds(test, rounds, segment)
+        if test.spec.kind == "copy":  # not fio: the copy step (tkbench.copyrun)
+            self._copy_rounds(test, rounds, segment)
+        else:
+            self._rounds(test, rounds, segment)
 
     def _derive(self, test: PlannedTest, existing: TestData | None) -> PlannedTest:
         """A stage whose loads are chosen from an earlier stage's measurement window
@@ -557,6 +560,61 @@ class Engine:
                     if r.sampler is not None:
                         r.sampler.stop()
                     shutil.rmtree(r.workdir, ignore_errors=True)
+        self._finish(test, rounds, segment, total_written, reason)
+
+    def _copy_rounds(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
+        """A copy test's runs (tkbench.copyrun) in place of fio's rounds: its file sets
+        written (or found complete) first, then each round copies every set x data
+        pattern once and is stored before the next begins; the test's kind says when
+        to stop, as for any test."""
+        workdir = getattr(self.target, "workdir", None)
+        if workdir is None:
+            raise DeviceError(f"test {test.name}: a copy test runs in a volume's working directory")
+        session = copyrun.CopySession(test.spec, Path(workdir), self.store.log, self.options.stop)
+
+        def announce(what: str, size: int) -> None:
+            self.progress.event("phase", test=test, phase=what, bytes=size)
+
+        session.prepare(announce)
+        total_written = _written(rounds)
+        started = _started(rounds)
+        while True:
+            reason = self._stop_reason(test, rounds, segment, total_written, started)
+            if reason is not None:
+                break
+            self._check_stop()
+            n = len(rounds) + 1
+            self.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
+            began = time.time()
+            copies = []
+            for point in test.points:
+                self._check_stop()
+                self.progress.event("phase", test=test, phase=f"copy {point.tag}", bytes=point.size)
+                copies.append(session.copy(point))
+            written = sum(p.size for p in test.points)
+            record = Round(
+                test=test.name,
+                round=n,
+                segment=segment,
+                started=began,
+                ended=time.time(),
+                points=tuple(c.result() for c in copies),
+                tracking={},
+                written_bytes=written,
+                total_written_bytes=total_written + written,
+            )
+            self.store.save_copy_round(test.name, record, copyrun.round_log(copies))
+            total_written = int(record.total_written_bytes)
+            rounds.append(record)
+            self.progress.event(
+                "round_done",
+                test=test,
+                round=n,
+                tracking={f"{c.point.copy_set} {c.point.data} MB/s": c.mb_s for c in copies},
+                verdicts={},
+                total_written=total_written,
+            )
+        session.close()
         self._finish(test, rounds, segment, total_written, reason)
 
     def _start_round(
@@ -834,6 +892,8 @@ class Engine:
 
     def _record(self, test: PlannedTest) -> TestPlan:
         """The test as its ``test.json`` states it (what the stop rules read)."""
+        if test.spec.kind == "copy":  # no fio: read() and write() (tkbench.copyrun)
+            return test.record(ioengine_used="read/write")
         used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
         return test.record(ioengine_used=str(used))
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import cache, procedures, sweep, vfile
+from . import cache, copyplan, procedures, sweep, vfile
 from .analysis.kinds import kind_named
 from .planned import PlannedTest, Point, Precondition, TargetInfo
 from .profile import Acceptance, Mix, Profile, TestSpec, size_label
@@ -65,6 +65,9 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     tests: list[PlannedTest] = []
     active_all = 0
     for spec in profile.tests:
+        if spec.kind == "copy":  # file sets copied within a volume (no fio)
+            tests.append(copyplan.planned_test(spec, volume_notes.get(spec.name, ())))
+            continue
         active = active_range_bytes(target.capacity, spec.workload.active_range, align)
         if spec.file_size:  # a volume benchmark: each job's own test file
             active = spec.file_size
@@ -201,6 +204,11 @@ def volume_profile(
     specs = []
     all_notes: dict[str, tuple[str, ...]] = {}
     for spec in profile.tests:
+        if spec.kind == "copy":  # its sources and one copy, not files per job
+            copy_spec, copy_notes = copyplan.fit(spec, usable, target.free, vol)
+            specs.append(copy_spec)
+            all_notes[spec.name] = tuple(copy_notes)
+            continue
         wl = spec.workload
         notes: list[str] = []
         if wl.direct and not target.direct_io:
@@ -271,6 +279,11 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         wl = s.workload
         lines.append("")
         lines.append(f"Test {t.name}: {t.title} [{s.kind}]")
+        if s.kind == "copy":
+            lines += copyplan.describe(t)
+            lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
+            lines += [f"  note      {note}" for note in t.notes]
+            continue
         depth = "the buffer counts below" if s.modes else wl.iodepth  # a sweep's own
         jobs = "/".join(map(str, s.thread_counts)) if s.nodes else f"{wl.numjobs}"  # vfile: each
         lines.append(

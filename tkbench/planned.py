@@ -34,6 +34,11 @@ class Point:
     fadvise: str = ""  # fio fadvise_hint ("": fio's default)
     file: str = ""  # fio filename: one test file shared by the test's points ("": one per job)
     tag: str = ""  # what sets the point apart from others of its block size and mix
+    # a copy test's point (tkbench.copyplan): its file set, data pattern, files and bytes
+    copy_set: str = ""
+    data: str = ""
+    files: int = 0
+    size: int = 0
     cache: str = ""  # the page cache at its start: "cold", "warm" ("": as-is; tkbench.cache)
 
     @property
@@ -75,6 +80,10 @@ class Point:
             direct=self.direct,
             fadvise=self.fadvise,
             file=self.file,
+            copy_set=self.copy_set,
+            data=self.data,
+            files=self.files,
+            size=self.size,
             cache=self.cache,
         )
 
@@ -120,11 +129,15 @@ class PlannedTest:
     # (tkbench.procedures.operating_points); until then ``points`` are placeholders
     derive_from: str = ""
     operating: tuple[OperatingPoint, ...] = ()
+    # seconds of work before the rounds that is no preconditioning (a copy test's
+    # sources), for the estimate
+    setup_seconds: float = 0.0
 
     @property
     def extra_seconds(self) -> float:
-        """Seconds of phases after the rounds."""
-        return self.histogram_point.runtime if self.histogram_point is not None else 0.0
+        """Seconds of phases before and after the rounds."""
+        after = self.histogram_point.runtime if self.histogram_point is not None else 0.0
+        return after + self.setup_seconds
 
     @property
     def round_seconds(self) -> float:

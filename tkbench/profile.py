@@ -25,7 +25,7 @@ from .errors import ProfileError
 from .units import format_duration, format_size, parse_duration, parse_size
 from .vocab import metric
 
-KINDS = ("steady", "saturation", "fixed")
+KINDS = ("steady", "saturation", "fixed", "copy")
 PATTERNS = ("random", "sequential")
 # tests of several stages (tkbench.procedures): the PTS 2.0.2 tests beyond the basic four
 PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")
@@ -50,6 +50,8 @@ DATA_PATTERNS = ("random", "zero", "compressible")
 CACHE_STATES = ("as-is", "cold", "warm")
 # the operations of a virtual-file test (tkbench.vfile)
 VFILE_OPERATIONS = ("random-write", "random-read", "sequential-write", "sequential-read")
+# a copy test's file sets (tkbench.copyplan says what each looks like)
+COPY_SETS = ("iso", "program", "game")
 # the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
 PTS_VARIANTS = ("E", "C", "none")
 
@@ -174,6 +176,46 @@ class Group:
                 '"1024k sequential 8h")'
             )
         return cls(_block_size(parts[0]), parts[1], _duration(0.0, hi=30 * DAY)(parts[2]))
+
+
+@dataclass(frozen=True)
+class CopySet:
+    """One file set of a copy test: ``kind`` (iso, program, game), ``files`` files
+    holding ``size`` bytes in all ("iso 2 1g")."""
+
+    kind: str
+    files: int
+    size: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.files} {format_size(self.size)}"
+
+    @classmethod
+    def parse(cls, text: object) -> CopySet:
+        parts = str(text).split()
+        if len(parts) != 3 or parts[0] not in COPY_SETS or not parts[1].isdigit():
+            raise ValueError(
+                f'not a file set: {text!r} (use "KIND FILES SIZE", e.g. "iso 2 1g"; '
+                f"kinds: {', '.join(COPY_SETS)})"
+            )
+        files, size = int(parts[1]), _size()(parts[2])
+        if not 1 <= files <= 100000:
+            raise ValueError(f"{text!r}: the number of files is out of range 1..100000")
+        if size < files:
+            raise ValueError(f"{text!r}: fewer bytes than files")
+        return cls(parts[0], files, size)
+
+
+def copy_data(v: Any) -> str:
+    """A copy test's data pattern: ``zero``, ``random`` or ``compressible-NN`` (random
+    data that compresses to about NN % of its size)."""
+    m = re.fullmatch(r"compressible-(\d{1,2})", str(v))
+    if v in ("zero", "random") or (m and 1 <= int(m.group(1)) <= 99):
+        return str(v)
+    raise ValueError(
+        f"{v!r} is not a data pattern (zero, random, compressible-NN with NN in 1..99)"
+    )
 
 
 OPERATORS = (">=", "<=", ">", "<")
@@ -332,9 +374,18 @@ class TestSpec:
     buffer_counts: tuple[int, ...] = ()
     max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
 
+    # a copy test (kind "copy", tkbench.copyplan; volume profiles): every file set x
+    # data pattern copied within the volume with read/write through one buffer
+    sets: tuple[CopySet, ...] = ()
+    data_patterns: tuple[str, ...] = ()
+    copy_buffer: int = 1 << 20  # bytes of each read and write
+    # also drop the kernel's caches (root): a copy test's before each copy, a cold
+    # test's before each point
+    drop_caches: bool = False
+    verify: bool = True  # compare every copy with its source after the timing
+
     # the page cache (tkbench.cache): "as-is" (not controlled), "cold", "warm"
     cache: str = "as-is"
-    drop_caches: bool = False  # cold: also root's /proc/sys/vm/drop_caches before each point
     sync: bool = False  # fio sync=1: every write opens O_SYNC (write-through)
 
     # a virtual-file test (tkbench.vfile; volume profiles): a database file of ``nodes``
@@ -602,8 +653,12 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "buffer_sizes": (_list(_block_size), ()),
     "buffer_counts": (_list(_int(1, 65536)), ()),
     "max_buffer_space": (_size(512), 64 << 20),
-    "cache": (_choice(CACHE_STATES), "as-is"),
+    "sets": (_list(CopySet.parse), ()),
+    "data_patterns": (_list(copy_data), ()),
+    "copy_buffer": (_size(512), 1 << 20),
     "drop_caches": (_bool, False),
+    "verify": (_bool, True),
+    "cache": (_choice(CACHE_STATES), "as-is"),
     "sync": (_bool, False),
     "nodes": (_int(1, 1 << 40), 0),
     "node_size": (_size(1), 512),
@@ -926,6 +981,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         _pattern_defaults(f"tests.{tname}.workload", twl, own if isinstance(own, dict) else {}, err)
         _procedure_defaults(tname, t, err)
         _sweep_defaults(scope, tname, t, twl, err)
+        _copy_defaults(scope, tname, t, twl, err)
         _vfile_defaults(scope, tname, t, twl, traw, err)
         _cache_defaults(tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
@@ -971,6 +1027,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 response_histogram=t["response_histogram"],
                 **{k: t[k] for k in PROCEDURE_KEYS},
                 **{k: t[k] for k in SWEEP_KEYS},
+                **{k: t[k] for k in COPY_KEYS},
                 **{k: t[k] for k in CACHE_KEYS + VFILE_KEYS},
             )
         )
@@ -1028,6 +1085,8 @@ PROCEDURE_KEYS = (
     "operating_runtime",
 )
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
+COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "verify")
+# drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.copyplan)
 CACHE_KEYS = ("cache", "drop_caches", "sync")
 VFILE_KEYS = ("nodes", "node_size", "operations", "thread_counts", "caches")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
@@ -1128,6 +1187,40 @@ def _sweep_defaults(
         )
 
 
+def _copy_defaults(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A copy test (``kind = "copy"``): its file sets and data patterns; its one point
+    per set x pattern reads and writes ``copy_buffer`` bytes at a time, one file after
+    another (block size: the buffer; mix: 50/50, every byte read once and written once)."""
+    keys = ("sets", "data_patterns")
+    if t["kind"] != "copy":
+        for key in keys:
+            if t[key]:
+                raise err(f"tests.{tname}.{key}", 'belongs to a copy test (kind = "copy")')
+        return
+    if scope != "volume":
+        raise err(f"tests.{tname}.kind", 'a copy test is a volume benchmark (scope = "volume")')
+    if not t["sets"]:
+        raise err(f"tests.{tname}.sets", "a copy test needs its file sets")
+    kinds = [s.kind for s in t["sets"]]
+    if len(set(kinds)) != len(kinds):
+        raise err(f"tests.{tname}.sets", "each kind of file set at most once")
+    for key in ("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"):
+        if t[key]:
+            raise err(f"tests.{tname}.{key}", "does not apply to a copy test")
+    t["data_patterns"] = t["data_patterns"] or ("zero", "random")
+    t["block_sizes"] = (t["copy_buffer"],)
+    t["mixes"] = (Mix(50),)
+    t["pattern"] = "sequential"
+    # one file at a time through one buffer, through the page cache
+    wl.update(numjobs=1, iodepth=1, direct=False)
+
+
 def _check_scope(
     scope: str, tname: str, t: Mapping[str, Any], err: Callable[[str, str], ProfileError]
 ) -> None:
@@ -1140,9 +1233,9 @@ def _check_scope(
                     f"tests.{tname}.{key}",
                     f"a volume benchmark never purges or preconditions: set {key} = false",
                 )
-        if t["kind"] != "fixed":
-            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed")
-        if not t["file_size"]:
+        if t["kind"] not in ("fixed", "copy"):
+            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed or copy")
+        if not t["file_size"] and t["kind"] != "copy":
             raise err(f"tests.{tname}.file_size", "a volume benchmark's test needs a file_size")
     elif t["file_size"]:
         raise err(
@@ -1191,9 +1284,10 @@ def _vfile_defaults(
         raise err(
             f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
         )
-    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"]:
+    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"] or t["kind"] == "copy":
         raise err(
-            f"tests.{tname}.nodes", "a virtual-file test has no procedure, bssplit, zones or modes"
+            f"tests.{tname}.nodes",
+            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test",
         )
     for key in ("block_sizes", "mixes", "file_size", "cache"):
         if key in raw:
@@ -1225,6 +1319,10 @@ def _cache_defaults(
     cache colder and means nothing otherwise."""
     states = t["caches"] or (t["cache"],)
     key = "caches" if t["caches"] else "cache"
+    if t["kind"] == "copy":
+        if t["cache"] != "as-is":  # its sources are cold: tkbench.copyplan
+            raise err(f"tests.{tname}.cache", "a copy test does not take a cache state")
+        return  # its drop_caches is its own
     if t["cache"] != "as-is" and (t["procedure"] or t["modes"]):
         raise err(
             f"tests.{tname}.cache",

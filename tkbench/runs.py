@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import copyrun
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import IDLE_GAP_MIN, Engine, EngineOptions, Progress, check_resumable, new_manifest
@@ -228,7 +229,8 @@ def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int =
     """A cold cache with ``drop_caches`` writes root's /proc/sys/vm/drop_caches from
     the hand-off between points (tkbench.cache): refused unless tkbench runs as root
     and fio runs here."""
-    spec = next((t.spec for t in plan.tests if t.spec.drop_caches), None)
+    # a copy test drops caches itself, without fio (tkbench.copyrun checks it)
+    spec = next((t.spec for t in plan.tests if t.spec.drop_caches and t.spec.kind != "copy"), None)
     if spec is None:
         return
     if hosts:
@@ -245,6 +247,7 @@ def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int =
 
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
+    copyrun.check_privileges(plan.tests)
     target.check_purge(plan.profile.purge.method)
     target.check_write_cache(plan.profile.workload.write_cache)
     target.check(force=req.force)

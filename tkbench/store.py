@@ -9,7 +9,7 @@ Layout (docs/run-directory.md describes every file)::
     RUN/tests/<test>/health-before.json, health-after.json  SMART/health snapshots (block devices)
     RUN/tests/<test>/precondition.json (+ .fio job file, .out raw fio output)
     RUN/tests/<test>/histogram.json    (+ .fio, .out) the response-time histogram phase
-    RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out)
+    RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out; a copy test: 0001.log)
     RUN/tests/<test>/result.json      the test's verdict, once it has finished
 
 Every JSON file is written atomically (temp file, fsync, rename, fsync of the
@@ -309,6 +309,14 @@ class RunStore:
         stem = f"{record.round:04d}"
         write_atomic(d / f"{stem}.fio", jobfile)
         write_atomic(d / f"{stem}.out", raw)
+        write_record(d / f"{stem}.json", record)
+
+    def save_copy_round(self, test: str, record: Round, log: str) -> None:
+        """A copy test's round (tkbench.copyrun): no fio job or output, but the log of
+        its copies (``NNNN.log``), written before the record that completes it."""
+        d = self.test_dir(test) / "rounds"
+        stem = f"{record.round:04d}"
+        write_atomic(d / f"{stem}.log", log)
         write_record(d / f"{stem}.json", record)
 
     def update_round(self, test: str, record: Round) -> None:

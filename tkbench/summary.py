@@ -8,6 +8,7 @@ from typing import Any
 from . import cacherecord
 from .analysis import TestAnalysis, analyze_test
 from .analysis.conformance import judge_run
+from .analysis.copy import copy_rows
 from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability
@@ -56,7 +57,10 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["compress_percentage"] = plan.workload.compress_percentage
     sweep = sweep_of(plan, t.rounds)
     vfile = vfile_of(plan, t.rounds)
-    if sweep is not None:  # its cells: by mode, size and count, not by point key
+    copies = copy_rows(plan, t.rounds)
+    if copies is not None:  # by file set and data pattern: MB/s and seconds per run
+        out["copies"] = [c.to_dict() for c in copies]
+    elif sweep is not None:  # its cells: by mode, size and count, not by point key
         out["sweep"] = sweep.to_dict()
     elif vfile is not None:  # its cells: by operation, threads and cache state
         out["vfile"] = vfile.to_dict()
@@ -218,6 +222,9 @@ def format_summary(s: dict[str, Any]) -> str:
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
         if t.get("sweep"):
             lines += _sweep_lines(t["sweep"])
+        for c in t.get("copies", []):
+            lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {_repeat_text(c)}")
+            lines.append(f"  {'':<16} seconds per copy: mean {_num(c['seconds']['mean'])}")
         if t.get("vfile"):
             lines += _vfile_lines(t["vfile"])
         for h in t.get("hosts", []):

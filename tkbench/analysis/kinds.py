@@ -216,7 +216,30 @@ class Fixed(TestKind):
         return [r.round for r in rounds], f"{len(rounds)} repetition(s)"
 
 
-KINDS: dict[str, TestKind] = {k.name: k for k in (Steady(), Saturation(), Fixed())}
+class Copy(Fixed):
+    """A copy test (tkbench.copyplan): ``repeat`` runs, each copying every file set x
+    data pattern once, not by fio (the engine's copy step, tkbench.copyrun)."""
+
+    name = "copy"
+
+    def state(self, steady: bool | None, window: Sequence[int], written: float) -> str:
+        return "copy runs"
+
+    def stop_text(self, spec: RoundSpec) -> str:
+        return f"after {spec.repeat} run(s) of every file set and data pattern"
+
+    def outcome(
+        self, plan: TestPlan, rounds: Sequence[Round], steady: bool, total: int, capacity: int
+    ) -> tuple[list[int], str]:
+        return [r.round for r in rounds], f"{len(rounds)} copy run(s)"
+
+    def resume_action(self, gap: float, resume_gap: float, preconditioned: bool) -> str:
+        # every run starts alike (no copy left, the sources' pages dropped): the runs
+        # kept stand, whatever the gap
+        return "continue"
+
+
+KINDS: dict[str, TestKind] = {k.name: k for k in (Steady(), Saturation(), Fixed(), Copy())}
 
 
 def kind_of(plan: TestPlan) -> TestKind:

@@ -68,7 +68,8 @@ class PlannedPoint:
     # "": measured, and what a tracking variable reads; "interval": measured, one of a
     # point's repeated intervals; "grid": measured, a demand-intensity load that is not
     # tracked; "prewrite": writes that condition the drive, not measured; "sweep":
-    # measured, one buffer size x count x mode of a bulk-I/O sweep
+    # measured, one buffer size x count x mode of a bulk-I/O sweep; "copy": measured,
+    # one copy of a file set (not by fio)
     role: str = field(default="", metadata=OMIT)
     bssplit: str = field(default="", metadata=OMIT)  # fio bssplit (bs 0: "composite")
     zones: str = field(default="", metadata=OMIT)  # fio random_distribution
@@ -81,6 +82,12 @@ class PlannedPoint:
     direct: bool | None = field(default=None, metadata={"omit_none": True})
     fadvise: str = field(default="", metadata=OMIT)
     file: str = field(default="", metadata=OMIT)
+    # a copy test (tkbench.copyplan; role "copy": one file set x data pattern, read by
+    # tkbench.analysis.copy): the set's kind, the data pattern, its files and bytes
+    copy_set: str = field(default="", metadata=OMIT)
+    data: str = field(default="", metadata=OMIT)
+    files: int = field(default=0, metadata=OMIT)
+    size: int = field(default=0, metadata=OMIT)
     # the page cache at the point's start (tkbench.cache): "cold", "warm"; "": as-is,
     # not controlled (every point before tkbench stated it, but a sweep's: cold)
     cache: str = field(default="", metadata=OMIT)

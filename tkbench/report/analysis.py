@@ -35,6 +35,7 @@ from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
 from ..vocab import metric as metric_of
 from . import header, saturation
+from .copy import copy_report
 from .headlines import headlines
 from .labels import anchor, primary_metric, tracking_of
 from .model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, CheckRow, Report, TestReport
@@ -137,6 +138,7 @@ def test_report(
         response_histogram=histogram_phase(t),
         stage=stage,
         sweep=sweep_report(t),
+        copy=copy_report(t),
         hosts=tuple(host_means(records)),
         vfile=vfile_report(t),
     )

@@ -277,6 +277,7 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
     if m.target.kind == "volume":
         # page 1 shows the first paragraph: the volume and every test's result in it
         sweeps = {r.name: r.sweep.sentence for r in tests if r.sweep}  # a bulk-I/O sweep's
+        sweeps |= {r.name: r.copy.sentence for r in tests if r.copy}  # a copy test's
         sweeps |= {r.name: r.vfile.sentence for r in tests if r.vfile}  # a virtual file's
         said = [sweeps.get(t.name) or _repeat_sentence(t) for t in run.tests if t.rounds]
         return (" ".join([_volume_sentence(m), *said]), *said)

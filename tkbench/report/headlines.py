@@ -24,8 +24,8 @@ def headlines(
     for rep, t, a in tests:
         if not t.rounds:
             continue
-        if t.plan.stage:
-            continue  # a stage's numbers are in its own chapter
+        if t.plan.stage or rep.copy is not None:
+            continue  # a stage's or a copy test's numbers are in its own chapter
         if rep.saturation is not None:
             out.extend(saturation.headlines(rep, _load_detail(t.plan)))
             continue

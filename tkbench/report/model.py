@@ -15,6 +15,7 @@ from ..analysis.confidence import HistogramPhase
 from ..analysis.hosts import HostMean
 from ..analysis.responses import ResponseTimes
 from ..analysis.thermal import TestTemperature
+from .copy import CopyReport
 from .sweep import SweepReport
 from .vfile import VfileReport
 
@@ -213,6 +214,7 @@ class TestReport:
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
     stage: StagePart | None = None  # a stage's own chapter (report/stages.py)
     sweep: SweepReport | None = None  # a bulk-I/O sweep's tables and best combinations
+    copy: CopyReport | None = None  # a copy test's runs per file set and data pattern
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
     vfile: VfileReport | None = None  # a virtual-file test's nodes/s, cold and warm
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import cache
 from ..analysis.segments import last_segment, segment_of
+from ..copyplan import TITLES as COPY_SETS
 from ..plan import pattern_text
 from ..records import Precondition, Purge, TestPlan
 from ..store import TestData
@@ -90,6 +91,8 @@ def block_sizes(plan: TestPlan) -> str:
 
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
+    if plan.kind == "copy":  # no fio workload: its sets and how they are copied
+        return copy_parameters(plan, stop_rule(plan, capacity))
     wl = plan.workload
     pts = plan.points
     runtimes = sorted({p.runtime for p in pts})
@@ -147,6 +150,26 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
             )
         )
     return tuple(rows)
+
+
+def copy_parameters(plan: TestPlan, stop: str) -> tuple[Row, ...]:
+    """A copy test's procedure table (tkbench.copyplan): its sets, data patterns, buffer
+    and how each copy is timed."""
+    sets = []
+    for p in plan.points:
+        text = f"{COPY_SETS.get(p.copy_set, p.copy_set)}: {p.files} files, {fmt.gb(p.size)}"
+        if text not in sets:
+            sets.append(text)
+    buffer = format_size(plan.points[0].bs) if plan.points else "?"
+    return (
+        Row("File sets", "; ".join(sets)),
+        Row("Data patterns", ", ".join(dict.fromkeys(p.data for p in plan.points))),
+        Row("Copy", f"within the volume, read() and write() through one {buffer} buffer"),
+        Row("Timed", "until every copied file and folder is fsynced"),
+        Row("Cache", "the sources' cached pages dropped before every copy"),
+        Row("Purge", "none (a volume benchmark)"),
+        Row("Stop rule", stop),
+    )
 
 
 def outcome(t: TestData, capacity: int = 0) -> str:

@@ -154,6 +154,28 @@ class FixedSection(Section):
         return f"{plan.repeat} repetition(s)"
 
 
+class CopySection(FixedSection):
+    """A copy test (tkbench.copyplan): its sets' table (report/copy.py) in place of
+    the per-point tables, whose block size x mix cells would merge its sets."""
+
+    kind = "copy"
+    per_point = False
+    matrices = False
+    no_precondition = "none (a volume benchmark)"
+
+    def verdict(
+        self, plan: TestPlan, verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
+    ) -> tuple[bool | None, str, str]:
+        return (
+            None,
+            f"{n} run(s) of every file set and data pattern; each run is shown below.",
+            "every run",
+        )
+
+    def stop_rule(self, plan: TestPlan, capacity: int) -> str:
+        return f"{plan.repeat} run(s) of every file set and data pattern"
+
+
 Builder = Callable[[TestData, Sequence[TestData]], "stages.StagePart"]
 
 
@@ -213,7 +235,7 @@ class StageSection(Section):
 
 
 SECTIONS: dict[str, Section] = {
-    s.kind: s for s in (SteadySection(), SaturationSection(), FixedSection())
+    s.kind: s for s in (SteadySection(), SaturationSection(), FixedSection(), CopySection())
 }
 
 

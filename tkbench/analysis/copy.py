@@ -1,0 +1,76 @@
+"""A copy test's results (tkbench.copyplan, tkbench.copyrun): per file set and data
+pattern, every run's MB/s (10^6 bytes/s: the set's bytes / the seconds of its copy)
+and seconds, with their repeatability (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..copyplan import ROLE, TITLES
+from ..records import Round, TestPlan
+from .repeat import Repeatability, repeatability
+
+MB = 1e6
+
+
+@dataclass(frozen=True)
+class CopyRow:
+    """One file set x data pattern over the test's runs (in run order)."""
+
+    copy_set: str
+    data: str
+    files: int
+    size: int
+    mb_s: Repeatability
+    seconds: Repeatability
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.copy_set, self.copy_set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "set": self.copy_set,
+            "data_pattern": self.data,
+            "files": self.files,
+            "bytes": self.size,
+            "unit": "MB/s",
+            **self.mb_s.to_dict(),
+            "seconds": self.seconds.to_dict(),
+        }
+
+
+def is_copy(plan: TestPlan) -> bool:
+    return plan.kind == "copy"
+
+
+def copy_rows(plan: TestPlan, rounds: Sequence[Round]) -> list[CopyRow] | None:
+    """The rows of a copy test in the plan's order (None: no copy test, or no run yet)."""
+    if not is_copy(plan) or not rounds:
+        return None
+    mbs: dict[tuple[str, str], list[float]] = {}
+    secs: dict[tuple[str, str], list[float]] = {}
+    for r in rounds:
+        for p in r.points:
+            if p.role != ROLE:
+                continue
+            key = (p.copy_set, p.data)
+            mbs.setdefault(key, []).append(p.bw_bytes / MB)
+            secs.setdefault(key, []).append(p.write.runtime_ms / 1000.0)
+    rows = []
+    for planned in plan.points:
+        key = (planned.copy_set, planned.data)
+        if planned.role == ROLE and key in mbs:
+            rows.append(
+                CopyRow(
+                    planned.copy_set,
+                    planned.data,
+                    planned.files,
+                    planned.size,
+                    repeatability(mbs[key]),
+                    repeatability(secs[key]),
+                )
+            )
+    return rows
