@@ -186,6 +186,12 @@ def test_vfile_points_are_stonewalled_and_drop_caches_goes_into_the_hand_off() -
         plain, {"ioengine": "psync", "directory": "/w"}, jobfile.Handoff("/h", python="py")
     )
     assert "exec_prerun" not in job and job.count("stonewall=1") == 15
+    # a round started ahead: only its first point waits for the round before
+    follow = jobfile.Follow("/prev", plain.points[-1], 1.0)
+    job = jobfile.round_jobfile(
+        plain, {"directory": "/w"}, jobfile.Handoff("/h", python="py"), follow=follow
+    )
+    assert job.count("exec_prerun") == 1 and " /prev 15 128 " in job
 
 
 def test_drop_caches_is_refused_without_root_or_with_fio_servers() -> None:

@@ -327,8 +327,9 @@ def render_round(
         if handoff is not None:
             delay = max(0.0, shift + nominal - LEAD)
             drop = point if drop_caches and point.cache == "cold" else None
-            if prev is not None and not (point.role in STONEWALLED and drop is None):
-                prerun = handoff.prerun(prev, drop=drop)
+            if prev is not None:
+                if point.role not in STONEWALLED or drop is not None:
+                    prerun = handoff.prerun(prev, drop=drop)
             elif follow is not None:
                 prerun = handoff.prerun(follow.last, follow.directory, drop=drop)
             elif drop is not None:
