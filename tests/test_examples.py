@@ -65,7 +65,7 @@ def test_nightly_script_interrupted_resumed_and_run_again(tmp_path: Path) -> Non
     args = ("--size", "16M", "--no-report", *SMALL)
     # night 1, stopped after its first round by a signal to the script alone
     proc = _nightly(tmp_path, *args)
-    limit = time.monotonic() + 90
+    limit = time.monotonic() + 300  # a bound, not a timing: a loaded host stalls
     while not list(tmp_path.glob("results/run-*/tests/iops/rounds/0001.json")):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < limit

@@ -308,7 +308,7 @@ def test_a_round_started_ahead_waits_for_the_last_point_of_the_round_before() ->
     names = [p.job_name for p in t.points]
     first = ahead[names[0]]["exec_prerun"].split()
     # its first point waits in the previous round's directory for that round's last point
-    timeout = f"{t.points[-1].runtime * 1.5 + 60:.0f}"
+    timeout = f"{t.points[-1].runtime * 1.5 + jobfile.STALL_MARGIN:.0f}"
     assert first[-4:] == ["/s/h1", str(t.points[-1].index), str(t.points[-1].numjobs), timeout]
     # the rest hands over within the round as always, every point brought up LEAD
     # before the schedule that begins when the round before ends

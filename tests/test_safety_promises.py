@@ -603,7 +603,7 @@ def test_resume_stops_the_fio_of_a_round_started_ahead_after_a_kill_9(tmp_path: 
         tk = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=fh)
     scratch = out / ".scratch"
     try:
-        limit = time.monotonic() + 60
+        limit = time.monotonic() + 300  # a bound, not a timing
         while True:
             assert tk.poll() is None, err.read_text()
             assert time.monotonic() < limit, "no round started ahead"

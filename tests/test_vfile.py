@@ -179,7 +179,8 @@ def test_vfile_points_are_stonewalled_and_drop_caches_goes_into_the_hand_off() -
         assert opts.get("stonewall") == ("1" if p.index else None)
         assert opts["exec_postrun"].startswith(": > /h/done.")  # markers all the same
     first = sec[test.points[0].job_name]["exec_prerun"]
-    assert " /h -1 0 60 /h 0" in first  # nothing to wait for before the first point
+    margin = f"{jobfile.STALL_MARGIN:.0f}"
+    assert f" /h -1 0 {margin} /h 0" in first  # nothing to wait for before the first point
     # without drop_caches no point waits in the hand-off
     (plain,) = planmod.build(profilemod.load("vfile"), _info()).tests
     job = jobfile.round_jobfile(

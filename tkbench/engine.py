@@ -105,7 +105,7 @@ class NullProgress:
 @dataclass
 class EngineOptions:
     resume_gap: float = IDLE_GAP_MIN  # seconds of idle after which a test re-preconditions
-    fio_timeout_margin: float = 600.0  # beyond a fio run's planned duration
+    fio_timeout_margin: float = jobfile.STALL_MARGIN  # beyond a fio run's planned duration
     stop: Callable[[], bool] = field(default=lambda: False)  # polled between steps
     # start each round's successor while it runs (docs/methodology.md); off: a new
     # fio after each round (the benchmark's baseline)
@@ -626,7 +626,13 @@ class Engine:
     ) -> _RoundRun:
         """Start round ``n``'s fio: at once, or ``after`` a round that still runs, held at
         its start until that round's last point is over."""
-        handoff = None if self.runner.hosts else jobfile.Handoff(str(self._handoff_dir()))
+        handoff = (
+            None
+            if self.runner.hosts
+            else jobfile.Handoff(
+                str(self._handoff_dir()), timeout_margin=self.options.fio_timeout_margin
+            )
+        )
         now = time.monotonic()
         follow = None
         if after is not None:

@@ -17,8 +17,10 @@ point leaves in the current round's directory (tkbench.jobfile.Follow).
 ``startdelay`` brings each point's threads up ahead of time, so the wait is
 all that separates two points: the next point can never overlap the previous
 one, and the idle time is the hand-off alone (a few ms, measured by
-benchmarks/round_overhead.py).  If the markers do not come within
-``timeout`` seconds (a clone died, or I/O hung), the script exits non-zero:
+benchmarks/round_overhead.py).  A stalled I/O delays the points after it; if
+the markers do not come within ``timeout`` seconds (tkbench.jobfile.STALL_MARGIN
+beyond the previous point's runtime: a clone died, or I/O hung), the script exits
+non-zero:
 fio then skips the point instead of starting it over the previous one, and
 tkbench fails the round because the point did no I/O.
 

@@ -56,6 +56,12 @@ DEFAULT_GUARD = 0.005
 LEAD = 1.0
 # Nominal allowance per point for hand-off and teardown, so threads are early enough.
 SLACK = 0.05
+# How long fio may run beyond its plan before tkbench gives up on it, and so also how
+# long a point waits beyond its predecessor's runtime: an I/O that stalls for a minute
+# (a drive's firmware, a host's storage) delays the points after it, it does not fail
+# the round (a stall of 60 s did, with a 60 s hand-off margin, while tkbench itself
+# would have waited ten minutes for the round).
+STALL_MARGIN = 600.0
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class Handoff:
 
     directory: str  # scratch directory for the markers; also fio's working directory
     python: str = sys.executable
-    timeout_margin: float = 60.0  # beyond the previous point's runtime
+    timeout_margin: float = STALL_MARGIN  # beyond the previous point's runtime
 
     def prerun(
         self, prev: Point | None, directory: str | None = None, drop: Point | None = None
