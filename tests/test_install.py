@@ -43,7 +43,9 @@ def test_user_profiles_come_first_then_system_then_bundled(
     _write_profile(system_dir, "site", "site-wide", extends="pts-c")
 
     entries = {e.name: e for e in profile.catalogue()}
-    assert set(entries) == {"ars", "bulk-sweep", "copy", "pts-e", "pts-c", "quick", "lab", "site"}
+    assert set(entries) == {
+        "ars", "bulk-sweep", "copy", "pts-e", "pts-c", "quick", "vfile", "lab", "site",
+    }  # fmt: skip
     assert (entries["quick"].origin, entries["quick"].shadows) == ("user", ("bundled",))
     assert (entries["lab"].origin, entries["lab"].shadows) == ("user", ("system",))
     assert entries["site"].origin == "system"
@@ -101,7 +103,7 @@ def test_relative_xdg_config_home_is_ignored(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_unknown_profile_names_the_search_path_results() -> None:
-    names = r"available: ars, bulk-sweep, copy, pts-c, pts-e, quick"
+    names = r"available: ars, bulk-sweep, copy, pts-c, pts-e, quick, vfile"
     with pytest.raises(ProfileError, match=names):
         profile.find("no-such-profile")
 
@@ -166,7 +168,7 @@ def test_a_non_editable_install_finds_its_profiles_and_templates(tmp_path: Path)
     listed = tkbench("profiles")
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == ["ars", "bulk-sweep", "copy", "pts-c", "pts-e", "quick"]
+    assert names == ["ars", "bulk-sweep", "copy", "pts-c", "pts-e", "quick", "vfile"]
     assert all(line.split()[1] == "bundled" for line in listed.stdout.splitlines())
     assert str(site) in json.loads(tkbench("profiles", "--json").stdout)[0]["path"]
 

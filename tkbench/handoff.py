@@ -29,6 +29,13 @@ the previous point runs; busy polling here took ~5 % of the IOPS of a
 CPU-bound device on a 2-core machine.  Where inotify is unavailable it polls
 every millisecond.
 
+A point that starts with a cold page cache and ``drop_caches`` (tkbench.cache)
+passes two more arguments, its hand-off directory and its index: after the wait,
+the first of its clones to get there writes ``1`` to ``/proc/sys/vm/drop_caches``
+(after a ``sync``, so that the page cache holds nothing dirty) and leaves a marker;
+the other clones wait for that marker, so that no clone starts its I/O (and so
+fills the cache) before the drop is done.  A failed drop fails the point.
+
 Standard library only; started as ``python -S -I handoff.py ...``.
 """
 
@@ -41,11 +48,12 @@ import sys
 import time
 
 POLL = 0.001
+DROP_CACHES = "/proc/sys/vm/drop_caches"
 IN_CREATE = 0x100
 IN_MOVED_TO = 0x80
 
 
-def count(directory: str, point: int) -> int:
+def count(directory: str, point: int | str) -> int:
     prefix = f"done.{point}."
     return sum(1 for name in os.listdir(directory) if name.startswith(prefix))
 
@@ -79,7 +87,7 @@ def _inotify(directory: str) -> int | None:
         return None
 
 
-def wait(directory: str, prev_point: int, clones: int, timeout: float) -> bool:
+def wait(directory: str, prev_point: int | str, clones: int, timeout: float) -> bool:
     """Block until ``clones`` markers of ``prev_point`` exist; False on timeout."""
     limit = time.monotonic() + timeout
     fd = _inotify(directory)
@@ -101,12 +109,43 @@ def wait(directory: str, prev_point: int, clones: int, timeout: float) -> bool:
             os.close(fd)
 
 
+def drop_caches(directory: str, point: int, timeout: float) -> str:
+    """Drop the host's page cache once for ``point`` however many clones ask; the
+    error in words, or "" when it was dropped."""
+    marker = f"done.d{point}.0"
+    try:
+        fd = os.open(os.path.join(directory, f"drop.{point}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:  # another clone drops it: wait until it has
+        if not wait(directory, f"d{point}", 1, timeout):
+            return f"the page cache was not dropped within {timeout:g} s"
+        with open(os.path.join(directory, marker), encoding="utf-8") as fh:
+            return fh.read().strip()
+    os.close(fd)
+    error = ""
+    try:
+        os.sync()
+        with open(DROP_CACHES, "w", encoding="ascii") as fh:
+            fh.write("1\n")
+    except OSError as exc:
+        error = f"cannot write {DROP_CACHES}: {exc.strerror}"
+    tmp = os.path.join(directory, f"drop.{point}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(error)
+    os.rename(tmp, os.path.join(directory, marker))  # seen whole (IN_MOVED_TO)
+    return error
+
+
 def main(argv: list[str]) -> int:
     directory, prev_point, clones, timeout = argv[0], int(argv[1]), int(argv[2]), float(argv[3])
-    if wait(directory, prev_point, clones, timeout):
-        return 0
-    sys.stderr.write(f"tkbench hand-off: point {prev_point} did not finish in {timeout:g} s\n")
-    return 1
+    if not wait(directory, prev_point, clones, timeout):
+        sys.stderr.write(f"tkbench hand-off: point {prev_point} did not finish in {timeout:g} s\n")
+        return 1
+    if len(argv) > 5:
+        error = drop_caches(argv[4], int(argv[5]), timeout)
+        if error:
+            sys.stderr.write(f"tkbench hand-off: {error}\n")
+            return 1
+    return 0
 
 
 if __name__ == "__main__":

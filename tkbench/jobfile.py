@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fiologs
+from . import cache, fiologs
 from .fiovalue import check_value
 from .planned import PlannedTest, Point, Precondition
 from .records import Round
@@ -40,6 +40,16 @@ def engine_for(kind: str, ioengine: str = "auto") -> str:
     return ioengine
 
 
+# bytes of each random-then-zeros region of compressible data (fio buffer_compress_chunk)
+COMPRESS_CHUNK = 512
+# Points of these roles follow each other by fio's stonewall (fio creates a point's
+# threads only when the previous point has ended) instead of waiting in the hand-off:
+# a virtual-file test's points run up to 128 threads each, and when points run longer
+# than planned (pre-reads, write-through) the threads of many later points would
+# otherwise be up early, each with its own hand-off helper, and starve the point
+# that runs (seen: a 1-thread point doing one I/O in 2 s).  They still leave the
+# hand-off's markers, and a round's first point still waits for the round before.
+STONEWALLED = ("vfile",)
 # Nominal idle time between points when fio schedules them by startdelay alone.
 DEFAULT_GUARD = 0.005
 # How far ahead of its nominal start a point's threads are brought up.
@@ -62,21 +72,26 @@ class Handoff:
     python: str = sys.executable
     timeout_margin: float = STALL_MARGIN  # beyond the previous point's runtime
 
-    def prerun(self, prev: Point, directory: str | None = None) -> str:
+    def prerun(
+        self, prev: Point | None, directory: str | None = None, drop: Point | None = None
+    ) -> str:
         """Wait for every clone of ``prev`` to leave its marker in ``directory`` (this
-        hand-off's own, or for a round's first point the previous round's)."""
+        hand-off's own, or for a round's first point the previous round's; no ``prev``:
+        no wait); then, for ``drop``, drop the host's page cache once (tkbench.cache)."""
         script = str(Path(__file__).with_name("handoff.py"))
-        timeout = prev.runtime * 1.5 + self.timeout_margin
+        timeout = (prev.runtime * 1.5 if prev is not None else 0.0) + self.timeout_margin
         args = [
             self.python,
             "-S",
             "-I",
             script,
             directory or self.directory,
-            str(prev.index),
-            str(prev.numjobs),
+            str(prev.index if prev is not None else -1),
+            str(prev.numjobs if prev is not None else 0),
             f"{timeout:.0f}",
         ]
+        if drop is not None:
+            args += [self.directory, str(drop.index)]
         # fio hands this string to system(); every word is quoted for sh.
         return " ".join(shlex.quote(a) for a in args)
 
@@ -130,6 +145,7 @@ def global_options(
     data_pattern: str,
     direct: bool,
     percentiles: Sequence[float] = (),
+    compress_percentage: int = 0,
 ) -> dict[str, object]:
     opts: dict[str, object] = dict(target_options)
     opts.update(
@@ -150,6 +166,12 @@ def global_options(
     else:
         # fresh random contents in every buffer: incompressible, not dedupable
         opts["refill_buffers"] = True
+    if data_pattern == "compressible":
+        # every 512-byte chunk of a buffer: random bytes, then zeros for the given
+        # percentage of it (fio 3.33 buffer_compress_chunk, its default spelled out),
+        # so that any compressor with a window of a chunk or more sees the ratio
+        opts["buffer_compress_percentage"] = compress_percentage
+        opts["buffer_compress_chunk"] = COMPRESS_CHUNK
     if percentiles:
         opts["percentile_list"] = ":".join(f"{p:g}" for p in percentiles)
     return opts
@@ -180,10 +202,12 @@ def point_options(
     }
     if point.file:
         # one file for every point of the test, laid out once by fio before the first
-        # point (create_serialize); each point drops its cached pages when it opens it,
-        # after the hand-off, and again at every pass (invalidate: fio 3.33 filesetup.c)
+        # point (create_serialize)
         opts["filename"] = filename_value(point.file)
-        opts["invalidate"] = True
+    # the page cache at the point's start (tkbench.cache): a cold point drops the file's
+    # cached pages when it opens it, after the hand-off, and again at every pass
+    # (invalidate: fio 3.33 filesetup.c); a warm one reads it in first (pre_read)
+    opts.update(cache.fio_options(point.cache))
     if point.idle > 0:
         # host idle: no I/O at all for ``idle`` seconds after every ``busy`` seconds of I/O
         opts["thinktime"] = fio_duration(point.idle)
@@ -272,6 +296,8 @@ def render_round(
     starts: Mapping[str, int] | None = None,
     follow: Follow | None = None,
     sample: float = 0.0,
+    compress_percentage: int = 0,
+    drop_caches: bool = False,
 ) -> str:
     """The job file of one round: one section per point, run back to back.
 
@@ -280,7 +306,8 @@ def render_round(
     With it every point leaves its markers, the last one too, so that a round
     started ahead (``follow``) can take over from this one.  ``starts``
     (:func:`stream_starts`) places each sequential point's stream; a point without
-    one starts at the beginning of its region (the first round).
+    one starts at the beginning of its region (the first round).  ``drop_caches``:
+    every cold point drops the host's page cache in its hand-off (tkbench.cache).
     """
     if follow is not None and handoff is None:
         raise ValueError("a round that follows another needs the hand-off")
@@ -290,6 +317,7 @@ def render_round(
         data_pattern=data_pattern,
         direct=direct,
         percentiles=percentiles,
+        compress_percentage=compress_percentage,
     )
     if extra_global:
         g.update(extra_global)
@@ -304,13 +332,19 @@ def render_round(
         delay = nominal
         if handoff is not None:
             delay = max(0.0, shift + nominal - LEAD)
+            drop = point if drop_caches and point.cache == "cold" else None
             if prev is not None:
-                prerun = handoff.prerun(prev)
+                if point.role not in STONEWALLED or drop is not None:
+                    prerun = handoff.prerun(prev, drop=drop)
             elif follow is not None:
-                prerun = handoff.prerun(follow.last, follow.directory)
+                prerun = handoff.prerun(follow.last, follow.directory, drop=drop)
+            elif drop is not None:
+                prerun = handoff.prerun(None, drop=drop)
             postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
         opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
+        if point.role in STONEWALLED and prev is not None:
+            opts["stonewall"] = True
         lines += _section(point.job_name, opts)
         prev = point
     return "\n".join(lines) + "\n"
@@ -323,12 +357,17 @@ def render_precondition(
     active_bytes: int,
     data_pattern: str = "random",
     direct: bool = True,
+    compress_percentage: int = 0,
 ) -> str:
     """Sequential writes of ``pre.total_bytes`` confined to the ActiveRange: each job
     writes its share within its own slice (``size``), wrapping at the slice's end as
     often as its share needs (``io_size`` larger than ``size``)."""
     g = global_options(
-        target_options, active_bytes=active_bytes, data_pattern=data_pattern, direct=direct
+        target_options,
+        active_bytes=active_bytes,
+        data_pattern=data_pattern,
+        direct=direct,
+        compress_percentage=compress_percentage,
     )
     slice_bytes = _slice(active_bytes, pre.numjobs, pre.bs)
     per_job = pre.total_bytes // pre.numjobs
@@ -367,6 +406,12 @@ def round_jobfile(
         extra["fsync"] = test.spec.fsync
     if test.spec.end_fsync:
         extra["end_fsync"] = True
+    if test.spec.sync:
+        extra["sync"] = True  # O_SYNC: a write returns once its data is on the device
+    if test.spec.nodes:
+        # a virtual-file test's database file is laid out with data (not only
+        # allocated) before its first point, also when that point writes
+        extra["overwrite"] = True
     return render_round(
         test.points,
         target_options,
@@ -379,6 +424,8 @@ def round_jobfile(
         starts=starts,
         follow=follow,
         sample=test.spec.sample,
+        compress_percentage=wl.compress_percentage,
+        drop_caches=test.spec.drop_caches,
     )
 
 
@@ -393,4 +440,5 @@ def precondition_jobfile(test: PlannedTest, target_options: Mapping[str, object]
         active_bytes=test.active_bytes,
         data_pattern=wl.data_pattern,
         direct=wl.direct,
+        compress_percentage=wl.compress_percentage,
     )

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import copyplan, procedures, sweep
+from . import cache, copyplan, procedures, sweep, vfile
 from .analysis.kinds import kind_named
 from .planned import PlannedTest, Point, Precondition, TargetInfo
 from .profile import Acceptance, Mix, Profile, TestSpec, size_label
@@ -91,6 +91,9 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
         if spec.modes:  # a bulk-I/O sweep on one shared file
             tests.append(sweep.planned_test(spec, active, volume_notes.get(spec.name, ())))
             continue
+        if spec.nodes:  # a virtual-file test: one shared database file
+            tests.append(vfile.planned_test(spec, active, volume_notes.get(spec.name, ())))
+            continue
         block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
         test_notes: list[str] = []
         dropped = [bs for bs in spec.block_sizes if bs % sector]
@@ -131,6 +134,7 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
                     runtime=spec.point_runtime,
                     bssplit=bss,
                     zones=procedures.zones_text(spec.zones) if spec.zones else "",
+                    cache="" if spec.cache == "as-is" else spec.cache,
                 )
                 # PTS test loop order: R/W mix outer, block size inner
                 for i, (bs, mix) in enumerate((bs, mix) for mix in spec.mixes for bs in group)
@@ -216,7 +220,8 @@ def volume_profile(
                 )
             wl = dataclasses.replace(wl, direct=False)
             notes.append("buffered I/O: the filesystem does not support O_DIRECT")
-        jobs = wl.numjobs
+        # one file per job; a sweep's or virtual-file test's jobs share one
+        jobs = 1 if spec.modes or spec.nodes else wl.numjobs
         size = spec.file_size
         bs = max(spec.block_sizes)
         if jobs * size > usable:
@@ -280,16 +285,23 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             lines += [f"  note      {note}" for note in t.notes]
             continue
         depth = "the buffer counts below" if s.modes else wl.iodepth  # a sweep's own
+        jobs = "/".join(map(str, s.thread_counts)) if s.nodes else f"{wl.numjobs}"  # vfile: each
         lines.append(
-            f"  load      {wl.numjobs} job(s) x queue depth {depth}, ActiveRange "
-            f"{wl.active_range:g} %, {wl.data_pattern} data, direct={'yes' if wl.direct else 'no'}"
+            f"  load      {jobs} job(s) x queue depth {depth}, ActiveRange "
+            f"{wl.active_range:g} %, {pattern_text(wl.data_pattern, wl.compress_percentage)} "
+            f"data, direct={'yes' if wl.direct else 'no'}"
         )
         if s.file_size:
             sync = f", fsync after every {s.fsync} write(s)" if s.fsync else ""
+            sync += ", write-through (O_SYNC)" if s.sync else ""
             lines.append(
-                f"  files     {wl.numjobs} x {human_bytes(t.active_bytes)} in the working "
+                f"  files     {1 if s.modes or s.nodes else wl.numjobs} x "
+                f"{human_bytes(t.active_bytes)} in the working "
                 f"directory, {wl.ioengine} engine{sync}" + (", end_fsync" if s.end_fsync else "")
             )
+        states = list(dict.fromkeys(pt.cache or "as-is" for pt in t.points))
+        if p.scope == "volume" or states != ["as-is"]:
+            lines += [f"  cache     {cache.describe(st, s.drop_caches)}" for st in states]
         lines.append(f"  purge     {'yes' if t.purge else 'no'}")
         if t.precondition:
             pc = t.precondition
@@ -316,6 +328,8 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             )
         if s.modes:
             lines += sweep.describe(t)
+        if s.nodes:
+            lines += vfile.describe(t)
         for pt in t.points:
             if (pt.role == "interval" and s.intervals > 1) or pt.role == sweep.ROLE:
                 continue
@@ -362,6 +376,11 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         f"(preconditioning at an assumed {precondition_rate / 1e6:.0f} MB/s)"
     )
     return "\n".join(lines)
+
+
+def pattern_text(pattern: str, compress_percentage: int = 0) -> str:
+    """A data pattern in words ("compressible 50 %": it compresses by half)."""
+    return f"{pattern} {compress_percentage} %" if pattern == "compressible" else pattern
 
 
 def _acceptance_checks(ac: Acceptance) -> list[str]:

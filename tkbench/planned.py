@@ -39,6 +39,7 @@ class Point:
     data: str = ""
     files: int = 0
     size: int = 0
+    cache: str = ""  # the page cache at its start: "cold", "warm" ("": as-is; tkbench.cache)
 
     @property
     def label(self) -> str:
@@ -83,6 +84,7 @@ class Point:
             data=self.data,
             files=self.files,
             size=self.size,
+            cache=self.cache,
         )
 
 
@@ -188,6 +190,9 @@ class PlannedTest:
                 ioengine=wl.ioengine,
                 fsync=self.spec.fsync,
                 end_fsync=self.spec.end_fsync,
+                sync=self.spec.sync,
+                compress_percentage=wl.compress_percentage,
+                drop_caches=self.spec.drop_caches,
             ),
             point_runtime=self.spec.point_runtime,
             rounds=Limits(
@@ -210,6 +215,7 @@ class PlannedTest:
             operating=self.operating,
             repeat_until=self.spec.repeat_until,
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
+            node_size=self.spec.node_size if self.spec.nodes else 0,
         )
 
 

@@ -45,7 +45,11 @@ def purge_methods() -> tuple[str, ...]:
 
 # "auto" picks the secure erase by interface; "none" skips the purge
 PURGE_METHODS = (*purge_methods(), "none")
-DATA_PATTERNS = ("random", "zero")
+DATA_PATTERNS = ("random", "zero", "compressible")
+# the page cache at a point's start (tkbench.cache says what each asks of fio)
+CACHE_STATES = ("as-is", "cold", "warm")
+# the operations of a virtual-file test (tkbench.vfile)
+VFILE_OPERATIONS = ("random-write", "random-read", "sequential-write", "sequential-read")
 # a copy test's file sets (tkbench.copyplan says what each looks like)
 COPY_SETS = ("iso", "program", "game")
 # the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
@@ -207,7 +211,7 @@ def copy_data(v: Any) -> str:
     """A copy test's data pattern: ``zero``, ``random`` or ``compressible-NN`` (random
     data that compresses to about NN % of its size)."""
     m = re.fullmatch(r"compressible-(\d{1,2})", str(v))
-    if v in DATA_PATTERNS or (m and 1 <= int(m.group(1)) <= 99):
+    if v in ("zero", "random") or (m and 1 <= int(m.group(1)) <= 99):
         return str(v)
     raise ValueError(
         f"{v!r} is not a data pattern (zero, random, compressible-NN with NN in 1..99)"
@@ -279,6 +283,9 @@ class Workload:
     ioengine: str
     direct: bool
     write_cache: str = "unchanged"  # the drive's volatile write cache, for the whole run
+    # data_pattern "compressible": the percentage by which the data compresses (fio
+    # buffer_compress_percentage); 0 with every other pattern
+    compress_percentage: int = 0
 
 
 @dataclass(frozen=True)
@@ -372,13 +379,27 @@ class TestSpec:
     sets: tuple[CopySet, ...] = ()
     data_patterns: tuple[str, ...] = ()
     copy_buffer: int = 1 << 20  # bytes of each read and write
-    drop_caches: bool = False  # also drop the kernel's caches before each copy (root)
+    # also drop the kernel's caches (root): a copy test's before each copy, a cold
+    # test's before each point
+    drop_caches: bool = False
     verify: bool = True  # compare every copy with its source after the timing
     # a fixed test repeated until its runs agree (docs/volume.md, "Repeatability"): stop
     # once every point's mean absolute deviation is within this percentage of its mean,
     # after at least max(repeat, 2) and at most repeat_max runs (0.0: exactly repeat runs)
     repeat_until: float = 0.0
     repeat_max: int = 10
+
+    # the page cache (tkbench.cache): "as-is" (not controlled), "cold", "warm"
+    cache: str = "as-is"
+    sync: bool = False  # fio sync=1: every write opens O_SYNC (write-through)
+
+    # a virtual-file test (tkbench.vfile; volume profiles): a database file of ``nodes``
+    # nodes of ``node_size`` bytes, read and written in pages (the test's block size)
+    nodes: int = 0  # 0: no virtual-file test
+    node_size: int = 512
+    operations: tuple[str, ...] = ()
+    thread_counts: tuple[int, ...] = ()
+    caches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -552,6 +573,7 @@ WORKLOAD_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "ioengine": (_choice(("auto", "libaio", "io_uring", "psync", "posixaio", "sync")), "auto"),
     "direct": (_bool, True),
     "write_cache": (_choice(WRITE_CACHE_SETTINGS), "unchanged"),
+    "compress_percentage": (_int(1, 99), 0),
 }
 ROUNDS_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "max": (_int(1, 100000), 25),
@@ -657,6 +679,14 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "copy_buffer": (_size(512), 1 << 20),
     "drop_caches": (_bool, False),
     "verify": (_bool, True),
+    "cache": (_choice(CACHE_STATES), "as-is"),
+    "sync": (_bool, False),
+    "nodes": (_int(1, 1 << 40), 0),
+    "node_size": (_size(1), 512),
+    "page_size": (_block_size, 8192),
+    "operations": (_list(_choice(VFILE_OPERATIONS)), VFILE_OPERATIONS),
+    "thread_counts": (_list(_int(1, 1024)), (1, 128)),
+    "caches": (_list(_choice(CACHE_STATES[1:])), ("cold", "warm")),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),
@@ -937,6 +967,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         return out
 
     wl = section("workload", data.get("workload"), WORKLOAD_SCHEMA)
+    _pattern_defaults("workload", wl, data.get("workload") or {}, err)
     rd = section("rounds", data.get("rounds"), ROUNDS_SCHEMA)
     pg = section("purge", data.get("purge"), PURGE_SCHEMA)
     pc = section("precondition", data.get("precondition"), PRECONDITION_SCHEMA)
@@ -967,9 +998,13 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 "the write cache is set once for the whole run: set workload.write_cache",
             )
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
+        own = traw.get("workload")
+        _pattern_defaults(f"tests.{tname}.workload", twl, own if isinstance(own, dict) else {}, err)
         _procedure_defaults(tname, t, err)
         _sweep_defaults(scope, tname, t, twl, err)
         _copy_defaults(scope, tname, t, twl, err)
+        _vfile_defaults(scope, tname, t, twl, traw, err)
+        _cache_defaults(tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
                 raise err(f"tests.{tname}.{req}", "missing")
@@ -1017,6 +1052,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 **{k: t[k] for k in COPY_KEYS},
                 repeat_until=t["repeat_until"],
                 repeat_max=t["repeat_max"],
+                **{k: t[k] for k in CACHE_KEYS + VFILE_KEYS},
             )
         )
     if not tests:
@@ -1073,7 +1109,10 @@ PROCEDURE_KEYS = (
     "operating_runtime",
 )
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
-COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "drop_caches", "verify")
+COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "verify")
+# drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.copyplan)
+CACHE_KEYS = ("cache", "drop_caches", "sync")
+VFILE_KEYS = ("nodes", "node_size", "operations", "thread_counts", "caches")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
 _NEEDS = {
     "hir": ("wait_states",),
@@ -1249,3 +1288,98 @@ def _check_scope(
             'test files belong to volume profiles (scope = "volume"); a device test '
             "addresses the ActiveRange",
         )
+
+
+def _pattern_defaults(
+    where: str,
+    wl: dict[str, Any],
+    own: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """``compress_percentage`` belongs to the compressible pattern (50 when not given);
+    a test that chooses another pattern drops the percentage it inherited."""
+    given = "compress_percentage" in own
+    if wl["data_pattern"] == "compressible":
+        wl["compress_percentage"] = wl["compress_percentage"] or 50
+    elif given:
+        raise err(f"{where}.compress_percentage", 'applies only to data_pattern = "compressible"')
+    else:
+        wl["compress_percentage"] = 0
+
+
+def _vfile_defaults(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A virtual-file test (``nodes``): one database file of nodes x node size, its
+    pages read and written by every operation x thread count x cache state; the file
+    size, block size and mixes follow from its keys."""
+    vfile_keys = ("node_size", "page_size", "operations", "thread_counts", "caches")
+    if not t["nodes"]:
+        for key in vfile_keys:
+            if key in raw:
+                raise err(f"tests.{tname}.{key}", "belongs to a virtual-file test: set nodes too")
+        t["operations"] = t["thread_counts"] = t["caches"] = ()
+        return
+    if scope != "volume":
+        raise err(
+            f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
+        )
+    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"] or t["kind"] == "copy":
+        raise err(
+            f"tests.{tname}.nodes",
+            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test",
+        )
+    for key in ("block_sizes", "mixes", "file_size", "cache"):
+        if key in raw:
+            raise err(
+                f"tests.{tname}.{key}",
+                "a virtual-file test sets it from nodes, node_size, page_size, operations "
+                "and caches",
+            )
+    size = t["nodes"] * t["node_size"]
+    need = t["page_size"] * max(t["thread_counts"])
+    if size < need:
+        raise err(
+            f"tests.{tname}.nodes",
+            f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
+            f"than a page ({format_size(t['page_size'])}) for each of "
+            f"{max(t['thread_counts'])} threads",
+        )
+    t["file_size"] = size
+    t["block_sizes"] = (t["page_size"],)
+    wl["numjobs"] = max(t["thread_counts"])  # the most threads at once (each point its own)
+    reads = [op.endswith("-read") for op in t["operations"]]
+    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+
+
+def _cache_defaults(
+    tname: str, t: dict[str, Any], wl: Mapping[str, Any], err: Callable[[str, str], ProfileError]
+) -> None:
+    """A warm cache needs the page cache (buffered I/O); ``drop_caches`` makes a cold
+    cache colder and means nothing otherwise."""
+    states = t["caches"] or (t["cache"],)
+    key = "caches" if t["caches"] else "cache"
+    if t["kind"] == "copy":
+        if t["cache"] != "as-is":  # its sources are cold: tkbench.copyplan
+            raise err(f"tests.{tname}.cache", "a copy test does not take a cache state")
+        return  # its drop_caches is its own
+    if t["cache"] != "as-is" and (t["procedure"] or t["modes"]):
+        raise err(
+            f"tests.{tname}.cache",
+            "a bulk-I/O sweep is always cold"
+            if t["modes"]
+            else "a test of several stages does not take a cache state",
+        )
+    if "warm" in states and wl["direct"]:
+        raise err(
+            f"tests.{tname}.{key}",
+            "a warm cache needs buffered I/O: set workload.direct = false (O_DIRECT bypasses "
+            "the page cache)",
+        )
+    if t["drop_caches"] and "cold" not in states:
+        raise err(f"tests.{tname}.drop_caches", 'applies only to a cold cache (cache = "cold")')

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Mani
     plan, target = prepare(req)
     runner = make_runner(req.fio_servers)
     _check_remote(target, runner)
+    check_drop_caches(plan, runner.hosts)
     assert req.target is not None
     out = req.out or default_out(plan.profile.name, req.target)
     RunStore.check_new(out)
@@ -145,6 +147,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
     _same_target(m.target, target)
     check_scope(prof, target)
     plan = _plan(prof, target)
+    check_drop_caches(plan, runner.hosts)
     with target.lock():
         # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
         # started may still be writing: stop them before checking the target
@@ -219,6 +222,26 @@ def _check_remote(target: Target, runner: FioRunner) -> None:
         raise InputError(
             "--fio-server cannot be used with a block device: tkbench would check and purge "
             "this host's device while fio writes the server's; run tkbench on the drive's host"
+        )
+
+
+def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int = -1) -> None:
+    """A cold cache with ``drop_caches`` writes root's /proc/sys/vm/drop_caches from
+    the hand-off between points (tkbench.cache): refused unless tkbench runs as root
+    and fio runs here."""
+    # a copy test drops caches itself, without fio (tkbench.copyrun checks it)
+    spec = next((t.spec for t in plan.tests if t.spec.drop_caches and t.spec.kind != "copy"), None)
+    if spec is None:
+        return
+    if hosts:
+        raise InputError(
+            f"test {spec.name}: drop_caches = true drops this host's page cache between "
+            "points, which --fio-server cannot do; run tkbench on the volume's host"
+        )
+    if (os.geteuid() if euid < 0 else euid) != 0:
+        raise InputError(
+            f"test {spec.name}: drop_caches = true writes /proc/sys/vm/drop_caches, which "
+            f"only root may do: run tkbench as root, or --set tests.{spec.name}.drop_caches=false"
         )
 
 

@@ -13,7 +13,9 @@ from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability, until_standing
 from .analysis.sweep import sweep_of
+from .analysis.vfile import vfile_of
 from .analysis.window import DIRECTIONS, DirMean
+from .cache import states_of
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
 from .partsummary import stage_parts, test_parts
@@ -48,12 +50,20 @@ def test_summary(t: TestData) -> dict[str, Any]:
     }
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
+    states = states_of(((p.cache, p.role) for p in plan.points), plan.workload.direct)
+    if states:
+        out["cache"] = states
+    if plan.workload.data_pattern == "compressible":
+        out["compress_percentage"] = plan.workload.compress_percentage
     sweep = sweep_of(plan, t.rounds)
+    vfile = vfile_of(plan, t.rounds)
     copies = copy_rows(plan, t.rounds)
     if copies is not None:  # by file set and data pattern: MB/s and seconds per run
         out["copies"] = [c.to_dict() for c in copies]
     elif sweep is not None:  # its cells: by mode, size and count, not by point key
         out["sweep"] = sweep.to_dict()
+    elif vfile is not None:  # its cells: by operation, threads and cache state
+        out["vfile"] = vfile.to_dict()
     elif a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
     until = until_standing(plan, t.rounds)
@@ -209,6 +219,8 @@ def format_summary(s: dict[str, Any]) -> str:
                     f"{v['excursion_ratio']:.1%} (<= {v['max_excursion']:.0%}), slope excursion "
                     f"{v['slope_excursion_ratio']:.1%} (<= {v['max_slope_excursion']:.0%})"
                 )
+        if t.get("cache"):
+            lines.append(f"  page cache {', '.join(t['cache'])}")
         for p in t.get("points", []):
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
         if t.get("repeat_until"):
@@ -218,6 +230,8 @@ def format_summary(s: dict[str, Any]) -> str:
         for c in t.get("copies", []):
             lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {_repeat_text(c)}")
             lines.append(f"  {'':<16} seconds per copy: mean {_num(c['seconds']['mean'])}")
+        if t.get("vfile"):
+            lines += _vfile_lines(t["vfile"])
         for h in t.get("hosts", []):
             lines.append(
                 f"  host {h['host']}, {h['label']}: IOPS {_num(h['iops'])} "
@@ -242,6 +256,23 @@ def _sweep_lines(sw: dict[str, Any]) -> list[str]:
 
     lines = [best(f"best {d} ({b['mode']})", b) for d, b in sw["best"].items()]
     return lines + [best(m["mode"], m["best"]) for m in sw["modes"]]
+
+
+def _vfile_lines(vf: dict[str, Any]) -> list[str]:
+    """A virtual-file test for people: nodes/s (and MB/s) per operation and thread
+    count, cold (min) and warm (max)."""
+    lines = [
+        f"  {vf['nodes']:,} nodes of {vf['node_size']} bytes, pages of "
+        f"{format_size(vf['page_size'])}; nodes/s (MB/s)"
+    ]
+    for r in vf["rows"]:
+        cells = [
+            f"{state} {_num(r[state]['nodes_s'])} ({_num(r[state]['mb_s'])})"
+            for state in ("cold", "warm")
+            if state in r
+        ]
+        lines.append(f"  {r['title'] + ', ' + str(r['threads']) + ' thr.':<30} " + "; ".join(cells))
+    return lines
 
 
 def _repeat_text(p: dict[str, Any]) -> str:

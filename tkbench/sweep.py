@@ -108,6 +108,7 @@ def points(spec: TestSpec, direct_ok: bool = True) -> tuple[Point, ...]:
                     direct=m.direct and direct_ok,
                     fadvise=m.fadvise,
                     file=FILE,
+                    cache="cold",  # none of the file cached at each start (tkbench.cache)
                 )
             )
     return tuple(out)

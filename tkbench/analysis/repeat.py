@@ -76,8 +76,9 @@ def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
     out: dict[tuple[int, int], list[float]] = {}
     for r in rounds:
         for p in r.points:
-            # a sweep's cells and a copy test's sets share keys: tkbench.analysis.sweep, .copy
-            if p.role not in ("sweep", "copy"):
+            # a sweep's and a virtual file's cells and a copy test's sets share keys:
+            # tkbench.analysis.sweep, .vfile, .copy
+            if p.role not in ("sweep", "vfile", "copy"):
                 out.setdefault(p.key, []).append(p.bw_bytes / MIB)
     return out
 

@@ -88,6 +88,9 @@ class PlannedPoint:
     data: str = field(default="", metadata=OMIT)
     files: int = field(default=0, metadata=OMIT)
     size: int = field(default=0, metadata=OMIT)
+    # the page cache at the point's start (tkbench.cache): "cold", "warm"; "": as-is,
+    # not controlled (every point before tkbench stated it, but a sweep's: cold)
+    cache: str = field(default="", metadata=OMIT)
 
     @property
     def key(self) -> tuple[int, int]:

@@ -34,6 +34,10 @@ class Workload:
     ioengine: str = "auto"  # as the profile said it; see TestPlan.ioengine_used
     fsync: int = 0  # fio fsync: a synchronous write after every N writes (0: none)
     end_fsync: bool = False  # fio end_fsync: written data made durable before the job ends
+    # left out while they have their defaults (every run before they existed)
+    sync: bool = field(default=False, metadata=OMIT)  # fio sync=1: writes O_SYNC
+    compress_percentage: int = field(default=0, metadata=OMIT)  # data_pattern compressible
+    drop_caches: bool = field(default=False, metadata=OMIT)  # cold points: drop_caches too
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,11 @@ class TestPlan(Record):
     before it was recorded (derived on upgrade as the engine derived it then:
     ``auto`` is nbd for NBD targets, libaio otherwise); 2 — ``schema`` written,
     ``ioengine_used`` always present; 3 — ``workload.fsync`` and
-    ``workload.end_fsync`` (volume benchmarks; absent before: 0 and false)."""
+    ``workload.end_fsync`` (volume benchmarks; absent before: 0 and false).  Within
+    version 3, written only when they say something (so no version step: older
+    readers lose nothing they knew): ``workload.sync``, ``workload.compress_percentage``
+    and ``workload.drop_caches``, each point's ``cache`` (tkbench.cache) and
+    ``node_size`` (a virtual-file test)."""
 
     VERSION = 3
     __test__ = False  # not a pytest test class, whatever its name
@@ -116,6 +124,8 @@ class TestPlan(Record):
     # ``repeat`` runs) and the most runs (tkbench.analysis.repeat.until_standing)
     repeat_until: float = field(default=0.0, metadata=OMIT)
     repeat_max: int = field(default=0, metadata=OMIT)
+    # a virtual-file test (tkbench.vfile): bytes per node, for its nodes per second
+    node_size: int = field(default=0, metadata=OMIT)
 
     @property
     def block_sizes(self) -> list[int]:

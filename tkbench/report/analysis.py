@@ -46,6 +46,7 @@ from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
 from .sweep import is_sweep, sweep_report
 from .tables import blank_note, histograms, latency_rows, matrices_for, percentile_names
+from .vfile import is_vfile, vfile_report
 
 
 def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
@@ -88,7 +89,7 @@ def test_report(
     if sat is not None:
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
-    sweep = is_sweep(plan)  # a sweep's cells: its own part (.sweep)
+    sweep = is_sweep(plan) or is_vfile(plan)  # their cells: their own parts (.sweep, .vfile)
     per_point = section.per_point and not sweep
     tables = section.matrices and not sweep
     latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
@@ -144,6 +145,7 @@ def test_report(
         copy=copy_report(t),
         hosts=tuple(host_means(records)),
         repeat=repeat,
+        vfile=vfile_report(t),
     )
 
 

@@ -16,6 +16,7 @@ from ..analysis.conformance import judge_run
 from ..analysis.pts import Judgement, stored_variant
 from ..analysis.repeat import point_repeatability, until_standing
 from ..device.writecache import describe as write_cache_text
+from ..plan import pattern_text
 from ..records import Manifest
 from ..store import RunData, TestData
 from . import devicefacts, fmt
@@ -133,7 +134,14 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
         return "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
 
     rows = [
-        Row("Data pattern", per_test(lambda t: t.plan.workload.data_pattern)),
+        Row(
+            "Data pattern",
+            per_test(
+                lambda t: pattern_text(
+                    t.plan.workload.data_pattern, t.plan.workload.compress_percentage
+                )
+            ),
+        ),
         Row("ActiveRange", per_test(lambda t: f"{t.plan.active_range:g} %")),
         Row("Outstanding I/O", per_test(lambda t: outstanding(t.plan))),
         Row("Purge", per_test(lambda t: purge_text(t.plan, t.purge))),
@@ -270,6 +278,7 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
         # page 1 shows the first paragraph: the volume and every test's result in it
         sweeps = {r.name: r.sweep.sentence for r in tests if r.sweep}  # a bulk-I/O sweep's
         sweeps |= {r.name: r.copy.sentence for r in tests if r.copy}  # a copy test's
+        sweeps |= {r.name: r.vfile.sentence for r in tests if r.vfile}  # a virtual file's
         said = [sweeps.get(t.name) or _repeat_sentence(t) for t in run.tests if t.rounds]
         return (" ".join([_volume_sentence(m), *said]), *said)
     for t in tests:

@@ -18,6 +18,7 @@ from ..analysis.thermal import TestTemperature
 from .copy import CopyReport
 from .repeats import RecipeTable, RepeatPart
 from .sweep import SweepReport
+from .vfile import VfileReport
 
 if TYPE_CHECKING:
     from .stages import StagePart
@@ -217,6 +218,7 @@ class TestReport:
     copy: CopyReport | None = None  # a copy test's runs per file set and data pattern
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
     repeat: RepeatPart | None = None  # a fixed test's runs and their spread (report/repeats.py)
+    vfile: VfileReport | None = None  # a virtual-file test's nodes/s, cold and warm
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -11,8 +11,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .. import cache
 from ..analysis.segments import last_segment, segment_of
 from ..copyplan import TITLES as COPY_SETS
+from ..plan import pattern_text
 from ..records import Precondition, Purge, TestPlan
 from ..store import TestData
 from ..units import format_size
@@ -24,6 +26,10 @@ from .sections import section_for
 
 def outstanding(plan: TestPlan) -> str:
     jobs, qd = plan.workload.numjobs, plan.workload.iodepth
+    if plan.points and all(p.role in ("sweep", "vfile") for p in plan.points):
+        # each point its own load (a sweep's buffer counts, a virtual file's threads)
+        loads = sorted({(p.numjobs, p.iodepth) for p in plan.points})
+        return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
     return f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd} ({jobs * qd} outstanding I/Os)"
 
 
@@ -91,7 +97,7 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     pts = plan.points
     runtimes = sorted({p.runtime for p in pts})
     round_s = math.fsum(p.runtime for p in pts)
-    pattern = pts[0].pattern if pts else "?"
+    pattern = " and ".join(dict.fromkeys(p.pattern for p in pts)) if pts else "?"
     rows = [
         Row("Access pattern", pattern),
         Row("Block sizes", block_sizes(plan)),
@@ -107,15 +113,27 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
             "ActiveRange",
             f"{plan.active_range:g} % of the user capacity ({fmt.gb(plan.active_bytes)})",
         ),
-        Row("Data pattern", wl.data_pattern),
-        Row(
-            "I/O",
-            f"{'direct (O_DIRECT)' if wl.direct else 'buffered'}, ioengine {ioengine(plan)}",
+        Row("Data pattern", pattern_text(wl.data_pattern, wl.compress_percentage)),
+        (
+            io_row := Row(
+                "I/O",
+                f"{'direct (O_DIRECT)' if wl.direct else 'buffered'}, ioengine {ioengine(plan)}",
+            )
         ),
         Row("Purge", purge_text(plan, t.purge)),
         Row("Preconditioning", precondition_text(plan, t.precondition)),
         Row("Stop rule", stop_rule(plan, capacity)),
     ]
+    # the page cache where it was in play (buffered I/O) or stated (tkbench.cache)
+    states = cache.states_of(((p.cache, p.role) for p in pts), wl.direct)
+    if states:
+        text = "; ".join(cache.describe(s, wl.drop_caches) for s in states)
+        rows.insert(rows.index(io_row) + 1, Row("Page cache", text))
+    if wl.sync:
+        rows.insert(
+            rows.index(io_row) + 1,
+            Row("Writes", "write-through: the file is opened O_SYNC (fio sync=1)"),
+        )
     if plan.tracking:
         rows.append(
             Row(
