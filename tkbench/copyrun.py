@@ -60,8 +60,8 @@ def check_privileges(tests: tuple[PlannedTest, ...]) -> None:
 
 def fill(buf: memoryview, data: str) -> None:
     """Fill ``buf`` with fresh bytes of a data pattern: zeros, random bytes, or
-    ``compressible-NN`` (each 4 KiB block NN % random bytes, then zeros: it
-    compresses to about NN % of its size)."""
+    ``compressible-NN`` (each 4 KiB block NN % zeros after random bytes: it compresses
+    by about NN %, as fio's ``buffer_compress_percentage`` = NN does)."""
     n = len(buf)
     if data == "zero":
         buf[:] = bytes(n)
@@ -69,7 +69,7 @@ def fill(buf: memoryview, data: str) -> None:
         buf[:] = os.urandom(n)
     else:
         pct = int(data.rsplit("-", 1)[1])
-        k = BLOCK * pct // 100
+        k = BLOCK * (100 - pct) // 100
         buf[:] = bytes(n)
         for off in range(0, n, BLOCK):
             end = min(off + k, n)

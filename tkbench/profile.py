@@ -208,8 +208,8 @@ class CopySet:
 
 
 def copy_data(v: Any) -> str:
-    """A copy test's data pattern: ``zero``, ``random`` or ``compressible-NN`` (random
-    data that compresses to about NN % of its size)."""
+    """A copy test's data pattern: ``zero``, ``random`` or ``compressible-NN`` (data that
+    compresses by about NN %, as the fio tests' ``compress_percentage``)."""
     m = re.fullmatch(r"compressible-(\d{1,2})", str(v))
     if v in ("zero", "random") or (m and 1 <= int(m.group(1)) <= 99):
         return str(v)
