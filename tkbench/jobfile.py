@@ -222,7 +222,18 @@ def point_options(
         opts["exec_postrun"] = postrun
     if point.rw in ("randrw", "rw"):
         opts["rwmixread"] = point.mix.read
-    if point.pattern == "sequential":
+    if point.once:
+        # one pass, each of its job's blocks once: size-based (``runtime`` a cap), a
+        # random map for random points, each job its own slice of the region, so no
+        # block is read or written twice by the point (a cold cache stays cold)
+        region = _slice(active_bytes, point.numjobs, point.bs)
+        opts["time_based"] = False
+        opts["size"] = region
+        if point.pattern == "random":
+            opts["norandommap"] = False
+        if point.numjobs > 1:
+            opts["offset_increment"] = region
+    elif point.pattern == "sequential":
         # The stream starts ``start`` bytes into its region (the ActiveRange, or with
         # several jobs each job's own slice of it) and runs to the region's end.  A
         # time-based sequential job that reaches the end of its region goes on from
@@ -345,6 +356,9 @@ def render_round(
         opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
         if point.role in STONEWALLED and prev is not None:
             opts["stonewall"] = True
+            # no start delay: fio starts it when the point before it ends, however
+            # early (a point of one pass ends when its pass is done)
+            opts["startdelay"] = None
         lines += _section(point.job_name, opts)
         prev = point
     return "\n".join(lines) + "\n"

@@ -40,6 +40,9 @@ class Point:
     files: int = 0
     size: int = 0
     cache: str = ""  # the page cache at its start: "cold", "warm" ("": as-is; tkbench.cache)
+    # one pass: the point moves over its region once, every block once (random ones in a
+    # random order), and ends then or at ``runtime``, whichever comes first
+    once: bool = False
 
     @property
     def label(self) -> str:
@@ -85,6 +88,7 @@ class Point:
             files=self.files,
             size=self.size,
             cache=self.cache,
+            once=self.once,
         )
 
 

@@ -21,7 +21,9 @@ each walks its own contiguous slice (``offset_increment``), so the device sees a
 many interleaved streams as there are threads: "sequential" is sequential per
 thread, not at the device.  Writes are write-through when the test says so
 (``sync = true``: O_SYNC).  The cache states (tkbench.cache) give the minimum (cold:
-a server starting) and the maximum (warm: a server running with the file cached).
+a server starting; one pass over the file, every page once, so every page touched
+is a miss -- ``Point.once``) and the maximum (warm: a server running with the file
+cached, for the test's time).
 fio lays the file out with the profile's data once, before the first point
 (``overwrite``), and it stays for every point of every round.
 """
@@ -90,6 +92,8 @@ def points(spec: TestSpec) -> tuple[Point, ...]:
                         tag=f"{name} x{threads} {state}",
                         file=FILE,
                         cache=state,
+                        # cold: a server starting, every page it touches a miss
+                        once=state == "cold",
                     )
                 )
     return tuple(out)

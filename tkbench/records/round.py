@@ -91,6 +91,9 @@ class PlannedPoint:
     # the page cache at the point's start (tkbench.cache): "cold", "warm"; "": as-is,
     # not controlled (every point before tkbench stated it, but a sweep's: cold)
     cache: str = field(default="", metadata=OMIT)
+    # one pass over its region, every block once, ended then or at ``runtime``
+    # (tkbench.planned.Point.once: a virtual-file test's cold points)
+    once: bool = field(default=False, metadata=OMIT)
 
     @property
     def key(self) -> tuple[int, int]:

@@ -24,8 +24,11 @@ def headlines(
     for rep, t, a in tests:
         if not t.rounds:
             continue
-        if t.plan.stage or rep.copy is not None:
-            continue  # a stage's or a copy test's numbers are in its own chapter
+        if t.plan.stage or rep.copy is not None or rep.vfile is not None:
+            # a stage's, a copy test's or a virtual-file test's numbers are in its own
+            # chapter and page 1's sentence (a virtual file's points share one block
+            # size and mix, so a row of their means would be dashes)
+            continue
         if rep.saturation is not None:
             out.extend(saturation.headlines(rep, _load_detail(t.plan)))
             continue
