@@ -132,3 +132,5 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
     assert "not repeatable to 0.0001 % in 3 runs" in " ".join(text.split())
     assert text.count("Repeatability") >= 6
     assert "mean of rounds 1–3" in text  # 64k's window: all three runs
+    # the headline rows of a recipe run plainly and with fsync name their test
+    assert "4k random (4k)" in text and "4k random (4k-fsync)" in text

@@ -3,6 +3,7 @@ times, write saturation (pure)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -33,7 +34,17 @@ def headlines(
             out.extend(saturation.headlines(rep, _load_detail(t.plan)))
             continue
         out.extend(_test_headlines(rep, t.plan, a.means))
-    return tuple(out)
+    return _told_apart(out, {rep.anchor: rep.name for rep, _t, _a in tests})
+
+
+def _told_apart(lines: list[Headline], names: Mapping[str, str]) -> tuple[Headline, ...]:
+    """Lines that would read alike (the same workload and load from two tests, e.g. a
+    recipe run plainly and with an fsync after every write) name their test."""
+    seen = Counter((h.label, h.detail) for h in lines)
+    return tuple(
+        replace(h, label=f"{h.label} ({names[h.anchor]})") if seen[(h.label, h.detail)] > 1 else h
+        for h in lines
+    )
 
 
 def _load_detail(plan: TestPlan) -> str:
