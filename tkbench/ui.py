@@ -68,10 +68,15 @@ class LogProgress:
                 f"round start test={name} round={info['round']} seconds={info['seconds']:.1f}"
             )
         elif kind == "round_done":
-            vals = " ".join(f"{k.replace(' ', '_')}={v:.4g}" for k, v in info["tracking"].items())
+            parts = [f"round done test={name} round={info['round']}"]
+            parts += [f"{k.replace(' ', '_')}={v:.4g}" for k, v in info["tracking"].items()]
             steady = info.get("verdicts") or {}
-            state = "steady" if steady and all(v.reached for v in steady.values()) else "not-steady"
-            self._line(f"round done test={name} round={info['round']} {vals} state={state}")
+            # state= only for a test with a steady-state criterion (a fixed, write
+            # saturation or copy test has none: "not-steady" would misread)
+            if steady:
+                reached = all(v.reached for v in steady.values())
+                parts.append("state=" + ("steady" if reached else "not-steady"))
+            self._line(" ".join(parts))
         elif kind == "test_done":
             self._line(f"test done name={name} result={info['result'].summary!r}")
         elif kind == "run_done":
