@@ -1,0 +1,187 @@
+"""The volume benchmarks' headline figures in the history, ``compare``, ``export`` and
+acceptance criteria (docs/volume.md, "Nights compared"; docs/automation.md).
+
+Real runs, reduced to seconds, on an ext4 filesystem on a loop device: a bulk-I/O
+sweep, two nights of a copy test and a virtual-file test.  The history keeps their
+figures on both backends (PostgreSQL on a real server, tests/_postgres.py) and brings
+a version-3 history up to version 4 on first write.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._postgres import Server
+from tests.test_repeat_compare import two_runs
+from tests.test_volume import ROOT, needs_root
+from tkbench import cli, history
+from tkbench.history import schema
+
+__all__ = ["two_runs"]  # the fixture: two real runs of a repeated fixed test
+
+K, M = 1024, 1024 * 1024
+
+SWEEP = [
+    'tests.sweep.buffer_sizes=["64k", "1m"]',
+    "tests.sweep.buffer_counts=[1, 4]",
+    'tests.sweep.modes=["unbuffered-seq-write", "buffered-seq-read"]',
+    "tests.sweep.point_runtime=0.2s",
+    "tests.sweep.file_size=32m",
+    "tests.sweep.max_buffer_space=1m",
+    "tests.sweep.repeat=2",
+    "volume.reserve=1m",
+]
+COPY = [
+    'tests.copy.sets=["iso 2 4m", "program 20 2m"]',
+    'tests.copy.data_patterns=["random", "zero"]',
+    "tests.copy.repeat=3",
+    "volume.reserve=1M",
+    "volume.min_file_size=1M",
+]
+VFILE = [
+    "tests.vfile.nodes=8192",
+    "tests.vfile.point_runtime=0.2s",
+    'tests.vfile.operations=["random-read", "random-write"]',
+    "tests.vfile.thread_counts=[1]",
+    "tests.vfile.repeat=2",
+    "volume.reserve=1m",
+    "volume.min_file_size=1m",
+]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """A sweep, two copy nights and a virtual-file run on one loop-mounted ext4."""
+    if not ROOT:
+        pytest.skip("mounting a loop device needs root")
+    tmp = tmp_path_factory.mktemp("volhist")
+    img = tmp / "ext4.img"
+    with open(img, "wb") as fh:
+        fh.truncate(300 * M)
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    mnt = tmp / "mnt"
+    mnt.mkdir()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", dev], check=True)
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        out = {}
+        for name, profile, overrides in (
+            ("sweep", "bulk-sweep", SWEEP),
+            ("copy1", "copy", COPY),
+            ("copy2", "copy", COPY),
+            ("vfile", "vfile", VFILE),
+        ):
+            args = ["run", "--profile", profile, "--target", str(mnt), "--out", str(tmp / name)]
+            args += ["--yes", "--no-history", "--no-report"]
+            for s in overrides:
+                args += ["--set", s]
+            assert cli.main(args) == 0
+            out[name] = tmp / name
+        yield out
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def _tk(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    return capsys.readouterr().out
+
+
+def _shown(run: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    (t,) = json.loads(_tk(["show", str(run), "--json"], capsys))["tests"]
+    return dict(t)
+
+
+def _check_figures(
+    entries: list[dict[str, Any]], runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each entry's figures are the run's own, as ``show --json`` gives them."""
+    by_dir = {Path(e["run_dir"]).name: e for e in entries}
+    sweep = _shown(runs["sweep"], capsys)["sweep"]
+    fig = by_dir["sweep"]["volume"]
+    assert set(fig) == {"sweep best_read_mb_s", "sweep best_write_mb_s"}
+    for direction in ("read", "write"):
+        best, kept = sweep["best"][direction], fig[f"sweep best_{direction}_mb_s"]
+        assert kept["value"] == pytest.approx(best["mb_s"]) and kept["unit"] == "MB/s"
+        assert (kept["mode"], kept["buffer_size"], kept["buffer_count"]) == (
+            best["mode"],
+            best["buffer_size"],
+            best["buffer_count"],
+        )
+        assert kept["runs"] == 2
+    for night in ("copy1", "copy2"):
+        rows = _shown(runs[night], capsys)["copies"]
+        fig = by_dir[night]["volume"]
+        assert len(fig) == len(rows) == 4
+        for row in rows:
+            kept = fig[f"copy {row['set']}.{row['data_pattern']}.mb_s"]
+            assert kept["value"] == pytest.approx(row["mean"])
+            assert kept["mean_abs_dev_pct"] == pytest.approx(row["mean_abs_dev_pct"])
+            assert kept["stdev"] == pytest.approx(row["stdev"]) and kept["runs"] == 3
+    cells = _shown(runs["vfile"], capsys)["vfile"]["points"]
+    fig = by_dir["vfile"]["volume"]
+    assert len(fig) == len(cells) == 4  # 2 operations x 1 thread count x cold, warm
+    for c in cells:
+        kept = fig[f"vfile {c['operation']}.{c['threads']}.{c['cache']}.nodes_s"]
+        assert kept["value"] == pytest.approx(c["nodes_s"]) and kept["unit"] == "nodes/s"
+        assert kept["runs"] == len(c["runs_nodes_s"]) == 2
+    assert all("repeats" not in e for e in entries)  # no fixed test among them
+
+
+def _v3_sqlite(path: Path) -> None:
+    with sqlite3.connect(path) as con:
+        for step in schema.STEPS[:3]:
+            for sql in step:
+                con.execute(sql.format(real="REAL", int64="INTEGER"))
+        con.execute("PRAGMA user_version = 3")
+
+
+@needs_root
+@pytest.mark.fio
+def test_a_version_3_sqlite_history_gains_the_volume_figures(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.sqlite"
+    _v3_sqlite(db)
+    assert _tk(["history", "--history", str(db)], capsys).strip() == "no runs in the history"
+    with sqlite3.connect(db) as con:  # listing changed nothing
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+    _tk(["history", "import", "--history", str(db), *map(str, runs.values())], capsys)
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 4
+        assert "volume" in [r[1] for r in con.execute("PRAGMA table_info(runs)")]
+    entries = json.loads(_tk(["history", "--history", str(db), "--json"], capsys))
+    _check_figures(entries, runs, capsys)
+    listing = _tk(["history", "--history", str(db)], capsys)
+    assert "copy iso.random.mb_s:" in listing and "over 3 run(s)" in listing
+    assert "sweep best_write_mb_s:" in listing and "unbuffered-seq-write" in listing
+    assert "vfile random-read.1.warm.nodes_s:" in listing
+
+
+@needs_root
+@pytest.mark.postgres
+@pytest.mark.fio
+def test_a_version_3_postgres_history_gains_the_volume_figures(
+    runs: dict[str, Path], pg_server: Server, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = pg_url.split("/")[3].split("?")[0]
+    pg_server.sql(f"CREATE TABLE {schema.VERSION_TABLE} (version INTEGER NOT NULL)", name)
+    pg_server.sql(f"INSERT INTO {schema.VERSION_TABLE} VALUES (3)", name)
+    for step in schema.STEPS[:3]:
+        for sql in step:
+            pg_server.sql(sql.format(real="DOUBLE PRECISION", int64="BIGINT"), name)
+    _tk(["history", "import", "--history", pg_url, *map(str, runs.values())], capsys)
+    assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(4,)]
+    entries = json.loads(_tk(["history", "--history", pg_url, "--json"], capsys))
+    _check_figures(entries, runs, capsys)
