@@ -20,9 +20,12 @@ import pytest
 
 from tests._postgres import Server
 from tests.test_repeat_compare import two_runs
-from tests.test_volume import ROOT, needs_root
+from tests.test_volume import ROOT, _one_error, needs_root
 from tkbench import cli, history
+from tkbench.checks import criterion_checks
 from tkbench.history import schema
+from tkbench.profile import Acceptance, Criterion
+from tkbench.store import load_run
 
 __all__ = ["two_runs"]  # the fixture: two real runs of a repeated fixed test
 
@@ -185,3 +188,95 @@ def test_a_version_3_postgres_history_gains_the_volume_figures(
     assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(4,)]
     entries = json.loads(_tk(["history", "--history", pg_url, "--json"], capsys))
     _check_figures(entries, runs, capsys)
+
+
+def _judged(run: Path, *criteria: str) -> list[tuple[bool, float | None]]:
+    acc = Acceptance(False, tuple(Criterion.parse(c) for c in criteria), 0.0)
+    return [(c.passed, c.measured) for c in criterion_checks(load_run(run), acc)]
+
+
+@needs_root
+@pytest.mark.fio
+def test_criteria_on_the_figures_pass_and_fail_by_the_measured_values(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = {f"{r['set']}.{r['data_pattern']}": r for r in _shown(runs["copy1"], capsys)["copies"]}
+    mean, spread = rows["iso.random"]["mean"], rows["iso.random"]["mean_abs_dev_pct"]
+    judged = _judged(
+        runs["copy1"],
+        f"copy iso.random.mb_s >= {mean * 0.99}",
+        f"copy iso.random.mb_s >= {mean * 1.01}",
+        f"copy iso.random.mean_abs_dev_pct <= {spread * 1.01 + 1e-9}",
+        f"copy iso.random.mean_abs_dev_pct < {spread * 0.99}",
+        "copy game.zero.mb_s >= 1",  # a set this run did not copy
+    )
+    assert [p for p, _ in judged] == [True, False, True, False, False]
+    assert judged[0][1] == pytest.approx(mean) and judged[2][1] == pytest.approx(spread)
+    assert judged[4][1] is None  # nothing measured
+    best = _shown(runs["sweep"], capsys)["sweep"]["best"]["write"]["mb_s"]
+    (ok, measured), (bad, _) = _judged(
+        runs["sweep"], f"sweep best_write_mb_s >= {best * 0.99}", f"sweep best_write_mb_s > {best}"
+    )
+    assert ok and not bad and measured == pytest.approx(best)
+    warm = next(
+        c["nodes_s"]
+        for c in _shown(runs["vfile"], capsys)["vfile"]["points"]
+        if (c["operation"], c["threads"], c["cache"]) == ("random-read", 1, "warm")
+    )
+    ((ok, measured),) = _judged(runs["vfile"], f"vfile random-read.1.warm.nodes_s >= {warm / 2}")
+    assert ok and measured == pytest.approx(warm)
+
+
+@pytest.mark.parametrize(
+    ("criterion", "words"),
+    [
+        ("copy iso.rand.mb_s >= 1", "no figure 'iso.rand.mb_s'"),
+        ("copy iso.random.iops >= 1", "not a criterion"),
+        ("copy iso.random.mb_s >= fast", "not a number"),
+        ("copy iso.random.mb_s = 1", "not a criterion"),
+        ("nope iso.random.mb_s >= 1", "no test 'nope'"),
+    ],
+)
+def test_a_bad_figure_criterion_is_one_line_and_exit_2(
+    criterion: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["plan", "--profile", "copy", "--target", str(tmp_path)]
+    assert cli.main([*args, "--set", f'acceptance.criteria=["{criterion}"]']) == 2
+    assert words in _one_error(capsys.readouterr().err)
+
+
+def test_a_figure_of_a_test_without_figures_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["plan", "--profile", "ars", "--target", str(tmp_path)]
+    assert cli.main([*args, "--set", 'acceptance.criteria=["4k best_write_mb_s >= 1"]']) == 2
+    assert "has no volume figures" in _one_error(capsys.readouterr().err)
+    # the spread of a repeated point is a metric of the point form
+    parsed = Criterion.parse("4k mean_abs_dev_pct 4k 0/100 <= 3")
+    assert (parsed.test, parsed.metric, parsed.bs, parsed.unit) == (
+        "4k",
+        "mean_abs_dev_pct",
+        4096,
+        "%",
+    )
+    assert parsed.label == "4k: mean_abs_dev_pct 4k 0/100 <= 3 %"
+
+
+@pytest.mark.fio
+def test_a_criterion_on_a_repeated_points_spread(
+    two_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = two_runs[0]
+    (point,) = _shown(run, capsys)["points"]
+    spread = point["mean_abs_dev_pct"]
+    judged = _judged(
+        run,
+        f"iops mean_abs_dev_pct 64k 0/100 <= {spread * 1.01 + 1e-9}",
+        f"iops mean_abs_dev_pct 64k 0/100 < {spread * 0.99}",
+        "iops mean_abs_dev_pct 4k 0/100 <= 100",  # no such point
+    )
+    assert [p for p, _ in judged] == [True, False, False]
+    assert judged[0][1] == pytest.approx(spread) and judged[2][1] is None
+    acc = Acceptance(False, (Criterion.parse("iops mean_abs_dev_pct 4k 0/100 <= 100"),), 0.0)
+    (check,) = criterion_checks(load_run(run), acc)
+    assert "has no spread" in check.message
