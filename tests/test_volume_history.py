@@ -10,6 +10,7 @@ a version-3 history up to version 4 on first write.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -23,8 +24,10 @@ from tests.test_repeat_compare import two_runs
 from tests.test_volume import ROOT, _one_error, needs_root
 from tkbench import cli, history
 from tkbench.checks import criterion_checks
+from tkbench.compare import compare
 from tkbench.history import schema
 from tkbench.profile import Acceptance, Criterion
+from tkbench.report.comparison import comparison_model
 from tkbench.store import load_run
 
 __all__ = ["two_runs"]  # the fixture: two real runs of a repeated fixed test
@@ -188,6 +191,47 @@ def test_a_version_3_postgres_history_gains_the_volume_figures(
     assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(4,)]
     entries = json.loads(_tk(["history", "--history", pg_url, "--json"], capsys))
     _check_figures(entries, runs, capsys)
+
+
+@needs_root
+@pytest.mark.fio
+def test_compare_gives_each_figure_with_the_noise_of_its_runs(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = runs["copy1"], runs["copy2"]
+    shown = json.loads(_tk(["compare", str(a), str(b), "--json"], capsys))
+    rows = {r["point"]: r for r in shown["rows"]}
+    assert set(rows) == {"iso.random", "iso.zero", "program.random", "program.zero"}
+    first = {f"{r['set']}.{r['data_pattern']}": r for r in _shown(a, capsys)["copies"]}
+    for point, row in rows.items():
+        assert (row["test"], row["metric"], row["unit"], row["runs"]) == (
+            "copy",
+            "mb_s",
+            "MB/s",
+            [3, 3],
+        )
+        assert row["values"][0] == pytest.approx(first[point]["mean"])
+        noise, delta = row["noise_pct"][1], row["delta_pct"][1]
+        assert noise is not None and noise > 0
+        assert row["beyond_noise"][1] == (abs(delta) > noise)  # the runs' noise decides
+    text = _tk(["compare", str(a), str(b)], capsys)
+    assert "iso.random" in text and "n=3 ±" in text
+    # a night against itself: no change, within any noise
+    same = json.loads(_tk(["compare", str(a), str(a), "--json"], capsys))
+    assert all(r["delta_pct"][1] == 0 and r["beyond_noise"][1] is False for r in same["rows"])
+    # the sweep's best with the combination behind it; the vfile's nodes/s
+    sw = {r.point: r for r in compare([load_run(runs["sweep"])] * 2)}
+    assert set(sw) == {"best_read", "best_write"}
+    assert sw["best_write"].details[0] is not None
+    assert sw["best_write"].details[0]["mode"] == "unbuffered-seq-write"
+    vf = compare([load_run(runs["vfile"])] * 2)
+    assert {r.metric for r in vf} == {"nodes_s"} and len(vf) == 4
+    assert all(math.isfinite(r.values[0]) and r.values[0] > 0 for r in vf)
+    # the comparison PDF's model: the figures' unit and the noise beside the delta
+    model = comparison_model([load_run(a), load_run(b)], 0.0)
+    (section,) = model.sections
+    assert [ln.quantity for ln in section.lines] == ["MB/s"] * 4
+    assert section.lines[0].noise == pytest.approx((rows["iso.random"]["noise_pct"][1],))
 
 
 def _judged(run: Path, *criteria: str) -> list[tuple[bool, float | None]]:
