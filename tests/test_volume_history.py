@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from tests._postgres import Server
 from tests.test_repeat_compare import two_runs
@@ -232,6 +233,40 @@ def test_compare_gives_each_figure_with_the_noise_of_its_runs(
     (section,) = model.sections
     assert [ln.quantity for ln in section.lines] == ["MB/s"] * 4
     assert section.lines[0].noise == pytest.approx((rows["iso.random"]["noise_pct"][1],))
+
+
+@needs_root
+@pytest.mark.fio
+def test_export_writes_the_figures(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = [str(runs[n]) for n in ("sweep", "copy1", "vfile")]
+    lines = _tk(["export", *dirs, "--format", "jsonl"], capsys).splitlines()
+    got = {(r["test"], r["point"], r["metric"]): r for r in map(json.loads, lines)}
+    copy = {f"{r['set']}.{r['data_pattern']}": r for r in _shown(runs["copy1"], capsys)["copies"]}
+    for point, row in copy.items():
+        assert got[("copy", point, "bw")]["value"] == pytest.approx(row["mean"])
+        assert got[("copy", point, "bw")]["window"] == "1-3"
+        dev = got[("copy", point, "mean_abs_dev_pct")]
+        assert dev["value"] == pytest.approx(row["mean_abs_dev_pct"]) and dev["unit"] == "%"
+    best = _shown(runs["sweep"], capsys)["sweep"]["best"]["read"]
+    row = got[("sweep", "best_read", "bw")]
+    assert (row["direction"], row["read_pct"], row["block_size"]) == (
+        "read",
+        100,
+        best["buffer_size"],
+    )
+    assert row["value"] == pytest.approx(best["mb_s"])
+    vf = [r for r in got.values() if r["test"] == "vfile" and r["metric"] == "nodes_s"]
+    assert len(vf) == 4 and {r["direction"] for r in vf} == {"read", "write"}
+    # no point rows of these tests: their points share keys
+    assert all(" " not in r["point"] for r in got.values())
+    text = _tk(["export", *dirs, "--format", "openmetrics"], capsys)
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert {"tkbench_nodes_per_second", "tkbench_runs_deviation_ratio"} <= set(families)
+    bw = families["tkbench_bandwidth_bytes_per_second"].samples
+    iso = [s for s in bw if s.labels["figure"] == "iso.random"]
+    assert len(iso) == 1 and iso[0].value == pytest.approx(copy["iso.random"]["mean"] * 1e6)
 
 
 def _judged(run: Path, *criteria: str) -> list[tuple[bool, float | None]]:
