@@ -281,9 +281,9 @@ def test_an_older_sqlite_history_is_read_as_is_and_upgraded_on_first_write(
     code, _, err = tk(["history", "import", "--history", str(db), "--rig", "r", str(b)], capsys)
     assert code == 0, err
     with sqlite3.connect(db) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 3
+        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 4
         columns = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-        assert columns[-4:] == ["rig", "run_id", "indexed_on", "repeats"]
+        assert columns[-5:] == ["rig", "run_id", "indexed_on", "repeats", "volume"]
         indexes = [r[1] for r in con.execute("PRAGMA index_list(runs)")]
         assert "runs_run_id" in indexes
     entries = listed(str(db), capsys)
@@ -350,15 +350,16 @@ def test_a_postgres_history_is_versioned(
     ]
     history_.check_usable()
     assert tk(["history", "import", "--history", pg_url, str(RUNDIRS / "emu")], capsys)[0] == 0
-    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(3,)]
+    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(4,)]
     cols = pg_server.sql(
         "SELECT column_name, data_type FROM information_schema.columns "
         "WHERE table_name = 'runs' ORDER BY ordinal_position",
         name,
     )
-    assert [c for c, _ in cols] == [*history.COLUMNS[:-3], "rig", "run_id", "indexed_on", "repeats"]
+    stored = ["rig", "run_id", "indexed_on", "repeats", "volume"]
+    assert [c for c, _ in cols] == [*history.COLUMNS[:-4], *stored]
     assert dict(cols)["capacity"] == "bigint" and dict(cols)["started"] == "double precision"
-    pg_server.sql("UPDATE tkbench_schema SET version = 4", name)
+    pg_server.sql("UPDATE tkbench_schema SET version = 5", name)
     for argv in (["history"], ["history", "import", str(RUNDIRS / "emu")]):
         refused_one_line([*argv, "--history", pg_url], capsys, "written by a newer tkbench")
 
@@ -414,7 +415,7 @@ def test_two_processes_index_runs_into_a_new_postgres_history_at_once(
         str(d.resolve()) for dirs in rigs.values() for d in dirs
     }
     name = pg_url.split("/")[3].split("?")[0]
-    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(3,)]
+    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(4,)]
 
 
 @pytest.mark.postgres

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from . import analysis
 from .analysis import analyze_test
-from .profile import Acceptance
+from .analysis.repeat import point_repeatability
+from .analysis.volfigures import run_figures, value_of
+from .profile import DEVIATION, Acceptance
 from .records import CheckItem, Checks
 from .store import RunData, write_atomic, write_record
 from .units import format_size
@@ -46,13 +48,30 @@ def steady_checks(run: RunData) -> list[Check]:
 def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
     out = []
     by_name = {t.name: t for t in run.tests}
+    figures = run_figures(run)
     for c in acceptance.criteria:
         t = by_name.get(c.test)
-        measured = analysis.value(t, c.metric, c.bs, c.mix.read) if t is not None else math.nan
+        if c.mix is None:  # a volume benchmark's figure
+            measured = value_of(figures, c.test, c.metric)
+        elif t is None:
+            measured = math.nan
+        elif c.metric == DEVIATION:  # a repeated point's spread over its runs
+            rep = point_repeatability(t.rounds).get((c.bs, c.mix.read))
+            spread = rep.mean_abs_dev_pct if rep is not None and len(rep.runs) > 1 else None
+            measured = spread if spread is not None else math.nan
+        else:
+            measured = analysis.value(t, c.metric, c.bs, c.mix.read)
         ok = math.isfinite(measured) and c.holds(measured)
-        unit = c.label.rsplit(" ", 1)[-1]
+        unit = c.unit
         if math.isfinite(measured):
             msg = f"measured {measured:.4g} {unit}"
+        elif c.mix is None:
+            msg = f"{c.metric} of test {c.test} was not measured"
+        elif c.metric == DEVIATION:
+            msg = (
+                f"{format_size(c.bs)} {c.mix.label} of test {c.test} has no spread: "
+                "it was not measured, or not repeated (one run)"
+            )
         elif t is not None and t.rounds and c.metric.startswith("p"):
             need = analysis.samples_needed(float(c.metric[1:]))
             msg = f"too few I/Os in the window for a {c.metric[1:]} % value (needs {need:,})"

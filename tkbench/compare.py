@@ -13,7 +13,7 @@ run 1.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from . import analysis
 from .analysis import kind_of
 from .analysis.repeat import Repeatability, difference_noise, point_repeatability, repeatability
 from .analysis.sweep import sweep_of
+from .analysis.volfigures import UNITS, test_figures
 from .analysis.window import window_points
 from .records import TestPlan
 from .store import RunData, TestData
@@ -39,10 +40,18 @@ class Row:
     # a repeated point (a fixed test's runs, MiB/s): per run its repeatability (None
     # where a run lacks the point); its noise is then the runs' own (noise_pct)
     repeats: tuple[Repeatability | None, ...] = ()
+    # a volume figure's row (metric "mb_s" or "nodes_s"): per run what stands behind the
+    # figure (a sweep's best: its mode, buffer size and count; None where there is none)
+    details: tuple[Mapping[str, Any] | None, ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
-        return metric(self.metric).higher_is_better
+        return self.metric in FIGURE_METRICS or metric(self.metric).higher_is_better
+
+    @property
+    def quantity(self) -> str:
+        """What the values are, with their unit (a column caption)."""
+        return self.unit if self.metric in FIGURE_METRICS else metric(self.metric).quantity
 
     def beyond_noise(self) -> tuple[bool | None, ...]:
         """Per run 2..n: does its delta exceed both :data:`MIN_DELTA` and the larger
@@ -98,18 +107,27 @@ class Row:
     def to_dict(self) -> dict[str, Any]:
         clean = [v if math.isfinite(v) else None for v in self.values]
         deltas = [d if math.isfinite(d) else None for d in self.deltas()]
-        return {
-            "test": self.test,
-            "point": self.point,
-            "metric": self.metric,
-            "unit": self.unit,
-            "values": clean,
-            "delta_pct": deltas,
-            "window_excursion_pct": [
-                round(x * 100, 3) if math.isfinite(x) else None for x in self.spreads
-            ],
-            "beyond_noise": [None, *self.beyond_noise()],
-        } | (self._repeat_dict() if self.repeats else {})
+        return (
+            {
+                "test": self.test,
+                "point": self.point,
+                "metric": self.metric,
+                "unit": self.unit,
+                "values": clean,
+                "delta_pct": deltas,
+                "window_excursion_pct": [
+                    round(x * 100, 3) if math.isfinite(x) else None for x in self.spreads
+                ],
+                "beyond_noise": [None, *self.beyond_noise()],
+            }
+            | (self._repeat_dict() if self.repeats else {})
+            | self._detail_dict()
+        )
+
+    def _detail_dict(self) -> dict[str, Any]:
+        if not any(self.details):
+            return {}
+        return {"details": [dict(d) if d is not None else None for d in self.details]}
 
     def _repeat_dict(self) -> dict[str, Any]:
         """A repeated point's runs and spread per run, and the noise of each delta (only
@@ -143,6 +161,9 @@ class Difference:
 
 
 MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
+
+# the metrics of volume figures' rows (tkbench.analysis.volfigures): higher is better
+FIGURE_METRICS = tuple(UNITS)
 
 # The odd drive out of a fleet: a value further from the median of all runs' values
 # than both OUTLIER_PCT % of that median and OUTLIER_MADS robust standard deviations
@@ -215,6 +236,10 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
     rows: list[Row] = []
     for name in test_names(runs):
         tests = tests_of(runs, name)
+        figured = figure_rows(name, tests)
+        if figured:  # a sweep's, copy's or virtual file's points share their keys
+            rows += figured
+            continue
         plan = next(t for t in tests if t is not None).plan
         repeated = _repeated(tests)
         for key in _metrics(plan):
@@ -273,6 +298,34 @@ def repeat_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
         values = tuple(r.mean if r is not None else math.nan for r in per_run)
         point = f"{format_size(bs)} {rp}/{100 - rp}"
         rows.append(Row(name, point, "mib_s", "MiB/s", values, repeats=per_run))
+    return rows
+
+
+def figure_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
+    """A volume benchmark's headline figures (a bulk-I/O sweep's best per direction, a
+    copy test's MB/s per set and pattern, a virtual file's nodes/s per operation,
+    threads and cache state), each with its runs' repeatability, so that a change
+    within the runs' noise is not called one (:meth:`Row.beyond_noise`)."""
+    per_run = [{f.name: f for f in test_figures(t)} if t is not None else {} for t in tests]
+    names: dict[str, None] = {}
+    for figs in per_run:
+        names.update(dict.fromkeys(figs))
+    rows = []
+    for fname in names:
+        found = tuple(figs.get(fname) for figs in per_run)
+        first = next(f for f in found if f is not None)
+        ending = next(e for e in UNITS if fname.endswith(e))
+        rows.append(
+            Row(
+                name,
+                fname[: -len(ending)].rstrip("._"),
+                ending,
+                first.unit,
+                tuple(f.value if f is not None else math.nan for f in found),
+                repeats=tuple(f.runs if f is not None else None for f in found),
+                details=tuple(f.detail or None if f is not None else None for f in found),
+            )
+        )
     return rows
 
 
@@ -373,8 +426,9 @@ def format_rows(
     if diffs:
         lines += ["", "conditions that differ (compare with care):"]
         lines += [f"  {d.text()}" for d in diffs]
+    pw = max([11, *(len(r.point) for r in rows)])  # the point column's width
     head = (
-        f"{'test':<18} {'point':<11} {'metric':<9}"
+        f"{'test':<18} {'point':<{pw}} {'metric':<9}"
         + "".join(f"{'run ' + str(i + 1):>14}" for i in range(len(runs)))
         + "".join(f"{'Δ run ' + str(i + 1):>12}" for i in range(1, len(runs)))
     )
@@ -384,10 +438,20 @@ def format_rows(
         deltas = "".join(
             f"{(f'{d:+.1f} %' if math.isfinite(d) else '-'):>12}" for d in row.deltas()[1:]
         )
-        lines.append(f"{row.test:<18} {row.point:<11} {row.metric:<9}{vals}{deltas}")
+        lines.append(f"{row.test:<18} {row.point:<{pw}} {row.metric:<9}{vals}{deltas}")
         if row.repeats:
-            lines.append(f"{'':<18} {'':<11} {'':<9}{_noise_text(row)}")
+            lines.append(f"{'':<18} {'':<{pw}} {'':<9}{_noise_text(row)}")
+        if any(row.details):
+            combos = "".join(f"{_detail_text(d):>14}" for d in row.details)
+            lines.append(f"{'':<18} {'':<{pw}} {'':<9}{combos}")
     return "\n".join(lines)
+
+
+def _detail_text(d: Mapping[str, Any] | None) -> str:
+    """A sweep's best combination, short: buffer count x size ("4x1M")."""
+    if not d or "buffer_size" not in d:
+        return "-"
+    return f"{d['buffer_count']}x{format_size(d['buffer_size'])}"
 
 
 def _spread_text(r: Repeatability | None) -> str:

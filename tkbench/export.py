@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .analysis import analyze_test
+from .analysis.volfigures import DEVIATION, UNITS, test_figures
 from .report.labels import mix_label
 from .store import RunData, TestData
 from .units import format_size
@@ -61,13 +62,11 @@ def _window_label(rounds: tuple[int, ...]) -> str:
     return str(rounds[0]) if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
 
 
-def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
-    """The rows of one test: its plan's points in plan order, over its window."""
+def _blank(run: RunData, test: TestData) -> Row:
+    """A row of the test with what identifies the run and the test, no value yet."""
     m = run.manifest
     ident = m.target.identity
-    a = analyze_test(test)
-    window, means = a.window, a.means
-    base = Row(
+    return Row(
         run_id=m.run_id,
         run_dir=str(run.root),
         host=m.host.hostname,
@@ -83,9 +82,16 @@ def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
         metric="",
         value=math.nan,
         unit="",
-        steady_state=a.steady,
-        window=_window_label(window),
+        steady_state=None,
+        window="",
     )
+
+
+def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
+    """The rows of one test: its plan's points in plan order, over its window."""
+    a = analyze_test(test)
+    window, means = a.window, a.means
+    base = replace(_blank(run, test), steady_state=a.steady, window=_window_label(window))
     for p in test.plan.points:
         pm = means.get(p.key)
         if pm is None:
@@ -118,11 +124,46 @@ def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
                 )
 
 
+def figure_rows(run: RunData, test: TestData) -> list[Row]:
+    """A volume benchmark's headline figures (tkbench.analysis.volfigures): per figure
+    its mean over the test's runs (metric ``bw``, MB/s, or ``nodes_s``) and, with two
+    runs or more, their mean absolute deviation (``mean_abs_dev_pct``, % of the mean).
+    ``point`` is the figure's name without its unit (``iso.random``, ``best_write``,
+    ``random-read.1.warm``); ``block_size`` is a sweep's best buffer size (else 0),
+    ``direction`` a sweep's best's or a virtual-file operation's (else ``all``),
+    ``read_pct`` 100 for a read and 0 else, ``window`` the runs (``1-3``)."""
+    found = test_figures(test)
+    if not found:
+        return []
+    base = _blank(run, test)
+    out = []
+    for f in found:
+        ending = next(e for e in UNITS if f.name.endswith(e))
+        n = len(f.runs.runs)
+        row = replace(
+            base,
+            point=f.name[: -len(ending)].rstrip("._"),
+            block_size=int(f.detail.get("buffer_size", 0)),
+            read_pct=100 if f.direction == "read" else 0,
+            direction=f.direction,
+            metric="bw" if ending == "mb_s" else ending,
+            value=float(f.value),
+            unit=f.unit,
+            window=_window_label(tuple(range(1, n + 1))),
+        )
+        out.append(row)
+        pct = f.runs.mean_abs_dev_pct
+        if n > 1 and pct is not None:
+            out.append(replace(row, metric=DEVIATION, value=float(pct), unit="%"))
+    return out
+
+
 def rows(runs: Iterable[RunData]) -> list[Row]:
-    """The rows of every test of every run that has measured rounds."""
+    """The rows of every test of every run that has measured rounds (a volume
+    benchmark's: its headline figures, whose points share their keys)."""
     out: list[Row] = []
     for run in runs:
         for test in run.tests:
             if test.rounds:
-                out.extend(test_rows(run, test))
+                out.extend(figure_rows(run, test) or test_rows(run, test))
     return out

@@ -224,25 +224,39 @@ OPERATORS = (">=", "<=", ">", "<")
 @dataclass(frozen=True)
 class Criterion:
     """An acceptance criterion: ``TEST METRIC BS R/W OP VALUE``, e.g.
-    ``iops iops 4k 0/100 >= 50000`` or ``latency p99.99 4k 100/0 <= 5``.
+    ``iops iops 4k 0/100 >= 50000`` or ``latency p99.99 4k 100/0 <= 5``; the metric
+    ``mean_abs_dev_pct`` is a repeated point's spread (``4k mean_abs_dev_pct 4k 0/100
+    <= 3``).  Or ``TEST FIGURE OP VALUE``: a volume benchmark's headline figure
+    (tkbench.analysis.volfigures), e.g. ``sweep best_write_mb_s >= 500``, ``copy
+    iso.random.mb_s >= 200``, ``copy iso.random.mean_abs_dev_pct <= 3``.
 
     The value compared is the point's mean over the test's measurement window;
     IOPS, MB/s and milliseconds as :mod:`tkbench.vocab` defines them.
     """
 
     test: str
-    metric: str
+    metric: str  # a vocabulary metric, DEVIATION, or a figure's name (mix None)
     bs: int
-    mix: Mix
+    mix: Mix | None  # None: a volume figure, no point
     op: str
     value: float
 
     @property
+    def is_figure(self) -> bool:
+        return self.mix is None
+
+    @property
+    def unit(self) -> str:
+        if self.metric.endswith(DEVIATION):
+            return "%"
+        if self.mix is None:
+            return next(u for end, u in FIGURE_UNITS.items() if self.metric.endswith(end))
+        return metric(self.metric).unit
+
+    @property
     def label(self) -> str:
-        return (
-            f"{self.test}: {self.metric} {format_size(self.bs)} {self.mix.label} "
-            f"{self.op} {self.value:g} {metric(self.metric).unit}"
-        )
+        where = "" if self.mix is None else f" {format_size(self.bs)} {self.mix.label}"
+        return f"{self.test}: {self.metric}{where} {self.op} {self.value:g} {self.unit}"
 
     def holds(self, measured: float) -> bool:
         return {
@@ -255,16 +269,28 @@ class Criterion:
     @classmethod
     def parse(cls, text: object) -> Criterion:
         parts = str(text).split()
-        if len(parts) != 6 or parts[1] not in vocab.names() or parts[4] not in OPERATORS:
+        figure = len(parts) == 4 and bool(FIGURE_RE.fullmatch(parts[1]))
+        point = len(parts) == 6 and parts[1] in (*vocab.names(), DEVIATION)
+        if not (figure or point) or parts[-2] not in OPERATORS:
             raise ValueError(
-                f'not a criterion: {text!r} (use e.g. "iops iops 4k 0/100 >= 50000"; '
-                f"metrics: {', '.join(vocab.names())}; operators: {' '.join(OPERATORS)})"
+                f'not a criterion: {text!r} (use e.g. "iops iops 4k 0/100 >= 50000", '
+                f'"4k mean_abs_dev_pct 4k 0/100 <= 3" or "copy iso.random.mb_s >= 200"; '
+                f"metrics: {', '.join((*vocab.names(), DEVIATION))}; volume figures end in "
+                f"{', '.join((*FIGURE_UNITS, DEVIATION))}; operators: {' '.join(OPERATORS)})"
             )
         try:
-            value = float(parts[5])
+            value = float(parts[-1])
         except ValueError:
-            raise ValueError(f"not a number in criterion {text!r}: {parts[5]!r}") from None
+            raise ValueError(f"not a number in criterion {text!r}: {parts[-1]!r}") from None
+        if figure:
+            return cls(parts[0], parts[1], 0, None, parts[2], value)
         return cls(parts[0], parts[1], parse_size(parts[2]), Mix.parse(parts[3]), parts[4], value)
+
+
+# a volume benchmark's figure in a criterion (tkbench.analysis.volfigures: the same names)
+DEVIATION = "mean_abs_dev_pct"
+FIGURE_UNITS = {"mb_s": "MB/s", "nodes_s": "nodes/s"}
+FIGURE_RE = re.compile(r"[a-z0-9][a-z0-9._-]*(mb_s|nodes_s|mean_abs_dev_pct)")
 
 
 @dataclass(frozen=True)
@@ -1066,6 +1092,8 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
             raise err(
                 "acceptance.criteria", f"no test {c.test!r} (tests: {', '.join(sorted(names))})"
             )
+        if c.is_figure:
+            _check_figure(c, next((t for t in tests if t.name == c.test), None), err)
     name = data.get("name") or Path(source).stem
     # recorded even when inherited or left out, so that a stored run says which variant
     # it claimed (runs stored before the key existed lack it: tkbench.analysis.pts)
@@ -1108,6 +1136,29 @@ PROCEDURE_KEYS = (
     "operating_prewrite",
     "operating_runtime",
 )
+
+
+def _check_figure(
+    c: Criterion, spec: TestSpec | None, err: Callable[[str, str], ProfileError]
+) -> None:
+    """A volume figure's criterion names a figure its test will have."""
+    from .analysis.volfigures import figure_names
+
+    known = figure_names(spec) if spec is not None else None
+    if known is None:
+        raise err(
+            "acceptance.criteria",
+            f"{c.label}: test {c.test!r} has no volume figures (only a bulk-I/O sweep, a "
+            "copy test and a virtual-file test have; give a point: TEST METRIC BS R/W OP VALUE)",
+        )
+    if c.metric not in known:
+        raise err(
+            "acceptance.criteria",
+            f"{c.label}: test {c.test!r} has no figure {c.metric!r} "
+            f"(it has: {', '.join(sorted(known))})",
+        )
+
+
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
 COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "verify")
 # drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.copyplan)

@@ -204,6 +204,18 @@ _FAMILIES = {
         1e-3,
         "response-time percentile, pooled over the window",
     ),
+    "nodes_s": (
+        "tkbench_nodes_per_second",
+        "",
+        1.0,
+        "virtual-file nodes per second, mean over the test's runs",
+    ),
+    "mean_abs_dev_pct": (
+        "tkbench_runs_deviation_ratio",
+        "ratio",
+        1e-2,
+        "mean absolute deviation of the test's runs, as a fraction of their mean",
+    ),
 }
 _LABELS = ("run_id", "host", "model", "serial", "firmware", "profile", "test", "run_dir")
 
@@ -229,6 +241,8 @@ def to_openmetrics(found: Sequence[Any]) -> str:
         ]
         if key == "pct":
             labels.append(("percentile", r.metric[1:]))
+        if r.point and " " not in r.point:  # a volume figure's name (a point is "4k 0/100")
+            labels.append(("figure", r.point))
         text = ",".join(f'{k}="{_label_value(v)}"' for k, v in labels)
         samples[key].append(f"{name}{{{text}}} {r.value * factor!r}")
     out = []

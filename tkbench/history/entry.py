@@ -12,9 +12,11 @@ from typing import Any
 from ..analysis import headline
 from ..analysis.repeat import point_repeatability, until_standing
 from ..analysis.sweep import sweep_of
+from ..analysis.volfigures import run_figures
 from ..records import Checks
 from ..records.base import dump
 from ..store import RunData
+from ..units import format_size
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,15 @@ class Entry:
     # per repeated point ("TEST POINT", e.g. "4k-fsync 4k 0/100"): its runs' figures in
     # MiB/s (repeat_points); None for a run without fixed tests (and older histories)
     repeats: dict[str, dict[str, Any]] | None = None
+    # per headline figure of a volume benchmark ("TEST NAME", e.g. "copy iso.random.mb_s",
+    # tkbench.analysis.volfigures): its value, unit, spread and runs; None for a run
+    # without sweep, copy or virtual-file tests (and older histories)
+    volume: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON of ``tkbench history --json``: ``rig``, ``run_id`` and ``repeats`` only
-        when known, so that the entries of runs without them read as they always did."""
+        """The JSON of ``tkbench history --json``: ``rig``, ``run_id``, ``repeats`` and
+        ``volume`` only when known, so that the entries of runs without them read as they
+        always did."""
         out = dict(self.__dict__)
         for key in OPTIONAL:
             if out[key] is None:
@@ -49,7 +56,7 @@ class Entry:
 
 
 COLUMNS = tuple(f.name for f in fields(Entry))  # the runs table's columns, by name
-OPTIONAL = ("rig", "run_id", "repeats")  # columns an entry may lack (older histories)
+OPTIONAL = ("rig", "run_id", "repeats", "volume")  # columns an entry may lack (older histories)
 
 
 def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
@@ -71,6 +78,7 @@ def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None
         rig=rig,
         run_id=m.run_id,
         repeats=repeat_figures(run),
+        volume={f.key: f.summary() for f in run_figures(run)} or None,
     )
 
 
@@ -107,6 +115,7 @@ def to_row(entry: Entry) -> dict[str, Any]:
     row["headline"] = json.dumps(entry.headline)
     row["checks"] = json.dumps(entry.checks) if entry.checks is not None else None
     row["repeats"] = json.dumps(entry.repeats) if entry.repeats is not None else None
+    row["volume"] = json.dumps(entry.volume) if entry.volume is not None else None
     return row
 
 
@@ -116,6 +125,7 @@ def from_row(row: dict[str, Any]) -> Entry:
     values["headline"] = json.loads(row["headline"] or "{}")
     values["checks"] = json.loads(row["checks"]) if row["checks"] else None
     values["repeats"] = json.loads(row["repeats"]) if row.get("repeats") else None
+    values["volume"] = json.loads(row["volume"]) if row.get("volume") else None
     return Entry(**values)
 
 
@@ -175,4 +185,19 @@ def format_entries(entries: list[Entry]) -> str:
                 + (f" ±{spread:.1f} %" if spread is not None else "")
                 + f" over {fig['runs']} run(s)"
             )
+        for name, fig in (e.volume or {}).items():
+            spread = fig.get("mean_abs_dev_pct")
+            combo = ""
+            if "mode" in fig:
+                size = format_size(fig["buffer_size"])
+                combo = f" ({fig['mode']}, {fig['buffer_count']} x {size})"
+            lines.append(
+                f"  {'':16} {name}: {_figure(fig['value'])} {fig['unit']}{combo}"
+                + (f" ±{spread:.1f} %" if spread is not None and fig["runs"] > 1 else "")
+                + f" over {fig['runs']} run(s)"
+            )
     return "\n".join(lines)
+
+
+def _figure(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"

@@ -21,6 +21,12 @@ History of the format:
    absolute deviation (% of the mean), standard deviation and number of runs (JSON
    text, like ``headline``; null for runs without fixed tests and for entries indexed
    before version 3 until they are indexed again).
+4. ``volume``: the headline figures of a run's volume benchmarks (a bulk-I/O sweep's
+   best combinations, a copy test's MB/s per set and pattern, a virtual-file test's
+   nodes/s per operation, threads and cache state), keyed ``"TEST NAME"``, each with
+   its value, unit, mean absolute deviation (%), standard deviation and number of
+   runs (JSON text; null for runs without such tests and for entries indexed before
+   version 4 until they are indexed again).
 
 The first write to a history creates it or brings it up to :data:`HISTORY_VERSION`,
 one step after the other, in one transaction; reading never changes it (columns an
@@ -31,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HISTORY_VERSION = 3
+HISTORY_VERSION = 4
 
 VERSION_TABLE = "tkbench_schema"  # PostgreSQL: the version, one row
 
@@ -74,6 +80,9 @@ STEPS: tuple[tuple[str, ...], ...] = (
     ),
     (  # 3: the repeatability of repeated points
         "ALTER TABLE runs ADD COLUMN repeats TEXT",
+    ),
+    (  # 4: the volume benchmarks' headline figures
+        "ALTER TABLE runs ADD COLUMN volume TEXT",
     ),
 )
 assert len(STEPS) == HISTORY_VERSION

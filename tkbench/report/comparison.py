@@ -18,7 +18,6 @@ from .. import compare as cmp
 from ..analysis import analyze_test
 from ..store import RunData
 from ..units import human_bytes
-from ..vocab import metric
 from . import analysis, fmt, header
 from .model import Row, TestReport
 
@@ -252,7 +251,7 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
         by_test.setdefault(r.test, []).append(
             Line(
                 r.point,
-                metric(r.metric).quantity,
+                r.quantity,
                 values,
                 _deltas(values),
                 r.higher_is_better,
