@@ -206,17 +206,8 @@ def planned_test(spec: TestSpec, notes: tuple[str, ...] = ()) -> PlannedTest:
             "before every copy the kernel's page, dentry and inode caches are dropped "
             "(drop_caches), for the whole system"
         )
-    return PlannedTest(
-        name=spec.name,
-        spec=spec,
-        title=spec.title,
-        purge=False,
-        precondition=None,
-        points=points(spec),
-        tracking=(),
-        active_bytes=sources,
-        notes=tuple(more),
-        setup_seconds=sources / CREATE_RATE,
+    return PlannedTest.on_own_files(
+        spec, points(spec), sources, tuple(more), setup_seconds=sources / CREATE_RATE
     )
 
 

@@ -137,6 +137,31 @@ class PlannedTest:
     # sources), for the estimate
     setup_seconds: float = 0.0
 
+    @classmethod
+    def on_own_files(
+        cls,
+        spec: TestSpec,
+        points: tuple[Point, ...],
+        active_bytes: int,
+        notes: tuple[str, ...] = (),
+        setup_seconds: float = 0.0,
+    ) -> PlannedTest:
+        """A test of a volume benchmark built by its own planner (a bulk-I/O sweep, a
+        virtual file, a copy test): on its own files, so no purge and no
+        preconditioning, and no steady-state tracking."""
+        return cls(
+            name=spec.name,
+            spec=spec,
+            title=spec.title,
+            purge=False,
+            precondition=None,
+            points=points,
+            tracking=(),
+            active_bytes=active_bytes,
+            notes=notes,
+            setup_seconds=setup_seconds,
+        )
+
     @property
     def extra_seconds(self) -> float:
         """Seconds of phases before and after the rounds."""

@@ -124,17 +124,7 @@ def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> Pl
             f"more than {format_size(spec.max_buffer_space)}: "
             + ", ".join(f"{format_size(s)} x {c}" for s, c in skipped)
         )
-    return PlannedTest(
-        name=spec.name,
-        spec=spec,
-        title=spec.title,
-        purge=False,
-        precondition=None,
-        points=points(spec, spec.workload.direct),
-        tracking=(),
-        active_bytes=active,
-        notes=tuple(more),
-    )
+    return PlannedTest.on_own_files(spec, points(spec, spec.workload.direct), active, tuple(more))
 
 
 def describe(test: PlannedTest) -> list[str]:

@@ -102,17 +102,7 @@ def points(spec: TestSpec) -> tuple[Point, ...]:
 def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> PlannedTest:
     """A virtual-file test: one round (per ``repeat``) of every point on one
     ``active``-byte database file."""
-    return PlannedTest(
-        name=spec.name,
-        spec=spec,
-        title=spec.title,
-        purge=False,
-        precondition=None,
-        points=points(spec),
-        tracking=(),
-        active_bytes=active,
-        notes=notes,
-    )
+    return PlannedTest.on_own_files(spec, points(spec), active, notes)
 
 
 def describe(test: PlannedTest) -> list[str]:
