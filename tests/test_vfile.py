@@ -209,6 +209,12 @@ def test_drop_caches_is_refused_without_root_or_with_fio_servers() -> None:
     with pytest.raises(InputError, match="--fio-server"):
         check_drop_caches(plan, ["host1"], euid=0)
     check_drop_caches(planmod.build(profilemod.load("vfile"), _info()), euid=1000)
+    # a copy test's drop_caches (it drops the caches itself, before every copy): root
+    # only, the same check; fio servers do not matter to it
+    copy = planmod.build(profilemod.load("copy", ["tests.copy.drop_caches=true"]), _info())
+    check_drop_caches(copy, ["host1"], euid=0)
+    with pytest.raises(InputError, match="only root"):
+        check_drop_caches(copy, euid=1000)
 
 
 def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
@@ -223,7 +229,9 @@ def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
         profilemod.load("copy", ['tests.copy.data_patterns=["compressible"]'])
     (test,) = planmod.build(prof, _info()).tests
     assert cache.states_of(((p.cache, p.role) for p in test.points), False) == []
-    check_drop_caches(planmod.build(prof, _info()), euid=1000)  # the copy test's own check
+    # one check for every drop_caches, the copy test's too (root only)
+    with pytest.raises(InputError, match="only root"):
+        check_drop_caches(planmod.build(prof, _info()), euid=1000)
 
 
 # --------------------------------------------------------------------------- data patterns

@@ -35,27 +35,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cache
 from .copyplan import DIR, Layout, layout
-from .errors import DeviceError, InputError, Interrupted
-from .planned import PlannedTest, Point
+from .errors import DeviceError, Interrupted
+from .planned import Point
 from .profile import CopySet, TestSpec
 from .records import Direction, PlannedPoint, PointResult
 
 MARKER = ".complete.json"
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+DROP_CACHES = Path(cache.DROP_CACHES)  # root's; refused for others before the run (runs.py)
 BLOCK = 4096
-
-
-def check_privileges(tests: tuple[PlannedTest, ...]) -> None:
-    """``drop_caches`` writes a file only root may write: refuse it before the run."""
-    if os.geteuid() == 0:
-        return
-    for t in tests:
-        if t.spec.kind == "copy" and t.spec.drop_caches:
-            raise InputError(
-                f"test {t.name}: drop_caches = true needs root (it writes {DROP_CACHES}); "
-                f"run as root or pass --set tests.{t.spec.name}.drop_caches=false"
-            )
 
 
 def fill(buf: memoryview, data: str) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import copyrun
+from . import cache
 from . import plan as planmod
 from . import profile as profilemod
 from .engine import IDLE_GAP_MIN, Engine, EngineOptions, Progress, check_resumable, new_manifest
@@ -226,28 +226,27 @@ def _check_remote(target: Target, runner: FioRunner) -> None:
 
 
 def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int = -1) -> None:
-    """A cold cache with ``drop_caches`` writes root's /proc/sys/vm/drop_caches from
-    the hand-off between points (tkbench.cache): refused unless tkbench runs as root
-    and fio runs here."""
-    # a copy test drops caches itself, without fio (tkbench.copyrun checks it)
-    spec = next((t.spec for t in plan.tests if t.spec.drop_caches and t.spec.kind != "copy"), None)
-    if spec is None:
-        return
-    if hosts:
+    """``drop_caches`` writes root's /proc/sys/vm/drop_caches -- a cold fio test's from
+    the hand-off between points (tkbench.cache), a copy test's before every copy
+    (tkbench.copyrun): refused unless tkbench runs as root, and for a fio test
+    unless fio runs here (a copy test runs here whatever the fio servers)."""
+    specs = [t.spec for t in plan.tests if t.spec.drop_caches]
+    fio_spec = next((s for s in specs if s.kind != "copy"), None)
+    if hosts and fio_spec is not None:
         raise InputError(
-            f"test {spec.name}: drop_caches = true drops this host's page cache between "
+            f"test {fio_spec.name}: drop_caches = true drops this host's page cache between "
             "points, which --fio-server cannot do; run tkbench on the volume's host"
         )
-    if (os.geteuid() if euid < 0 else euid) != 0:
+    if specs and (os.geteuid() if euid < 0 else euid) != 0:
+        name = specs[0].name
         raise InputError(
-            f"test {spec.name}: drop_caches = true writes /proc/sys/vm/drop_caches, which "
-            f"only root may do: run tkbench as root, or --set tests.{spec.name}.drop_caches=false"
+            f"test {name}: drop_caches = true writes {cache.DROP_CACHES}, which only root "
+            f"may do: run tkbench as root, or --set tests.{name}.drop_caches=false"
         )
 
 
 def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
     """Safety checks, then the operator's confirmation (under the device lock)."""
-    copyrun.check_privileges(plan.tests)
     target.check_purge(plan.profile.purge.method)
     target.check_write_cache(plan.profile.workload.write_cache)
     target.check(force=req.force)
