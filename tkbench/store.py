@@ -305,18 +305,20 @@ class RunStore:
         write_json(self.test_dir(test) / f"{name}.json", dict(snapshot))
 
     def save_round(self, test: str, record: Round, raw: str, jobfile: str) -> None:
-        d = self.test_dir(test) / "rounds"
-        stem = f"{record.round:04d}"
-        write_atomic(d / f"{stem}.fio", jobfile)
-        write_atomic(d / f"{stem}.out", raw)
-        write_record(d / f"{stem}.json", record)
+        self._save_round(test, record, {"fio": jobfile, "out": raw})
 
     def save_copy_round(self, test: str, record: Round, log: str) -> None:
         """A copy test's round (tkbench.copyrun): no fio job or output, but the log of
-        its copies (``NNNN.log``), written before the record that completes it."""
+        its copies (``NNNN.log``)."""
+        self._save_round(test, record, {"log": log})
+
+    def _save_round(self, test: str, record: Round, beside: Mapping[str, str]) -> None:
+        """``NNNN.<suffix>`` for each of the round's files, then the record that
+        completes the round (a round without its ``.json`` was never stored)."""
         d = self.test_dir(test) / "rounds"
         stem = f"{record.round:04d}"
-        write_atomic(d / f"{stem}.log", log)
+        for suffix, text in beside.items():
+            write_atomic(d / f"{stem}.{suffix}", text)
         write_record(d / f"{stem}.json", record)
 
     def update_round(self, test: str, record: Round) -> None:
