@@ -86,6 +86,9 @@ def _private_history(
     """Runs made by tests are indexed in a throw-away history, never the user's, and
     under no rig name of the machine's."""
     monkeypatch.setenv("TKBENCH_HISTORY", str(tmp_path_factory.getbasetemp() / "history.sqlite"))
+    # the marks of data runs left on their targets (tkbench.device.owndata): the
+    # tests', never root's /var/lib/tkbench
+    monkeypatch.setenv("TKBENCH_STATE", str(tmp_path_factory.getbasetemp() / "state"))
     monkeypatch.delenv("TKBENCH_RIG", raising=False)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from . import cache
 from . import plan as planmod
 from . import profile as profilemod
+from .device.safety import Guarded
 from .engine import IDLE_GAP_MIN, Engine, EngineOptions, Progress, check_resumable, new_manifest
 from .errors import InputError, Interrupted, RunDirError, SafetyError, TkbenchError
 from .records import Checks, Manifest, TargetRecord
@@ -20,6 +21,7 @@ from .records.base import dump
 from .runner import ClientFio, FioRunner, LocalFio
 from .store import RunStore, load_run
 from .target import Target, check_direct_io, open_target
+from .units import timestamp
 
 
 @dataclass
@@ -100,7 +102,7 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Mani
     out = req.out or default_out(plan.profile.name, req.target)
     RunStore.check_new(out)
     with target.lock():
-        _guard(target, req, plan)
+        guarded = _guard(target, req, plan)
         # fio is needed from here on (bad input and refusals are told without it)
         fio_version = runner.version()
         # a missing regular file is created only once the guards passed, and removed
@@ -112,7 +114,8 @@ def start(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Mani
                 out, new_manifest(plan, target, fio_version, req.command_line, runner.hosts)
             )
         store.log(f"run started: profile {plan.profile.name} on {target.describe()}")
-        return out, _execute(req, plan, target, runner, store, progress)
+        _log_guarded(guarded, store)
+        return out, _execute(req, plan, target, runner, store, progress, guarded)
 
 
 def _log_to(target: Target, store: RunStore) -> None:
@@ -152,13 +155,14 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
         # started may still be writing: stop them before checking the target
         stopped = stop_leftovers(root)
-        _guard(target, req, plan)
+        guarded = _guard(target, req, plan)
         store = RunStore.open(root)
         if stopped:
             store.log(f"stopped {len(stopped)} process(es) left by the interrupted run")
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
-        return root, _execute(req, plan, target, runner, store, progress)
+        _log_guarded(guarded, store)
+        return root, _execute(req, plan, target, runner, store, progress, guarded)
 
 
 def stop_leftovers(root: Path, proc_root: Path = Path("/proc"), wait: float = 10.0) -> list[int]:
@@ -206,13 +210,28 @@ def _execute(
     runner: FioRunner,
     store: RunStore,
     progress: Progress | None,
+    guarded: Guarded,
 ) -> Manifest:
     options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
     _log_to(target, store)
     # what the target needs while the run runs (a volume's working directory) goes
     # however the run ends
-    with target.workspace(store.root):
-        return Engine(plan, target, runner, store, progress, options).run()
+    try:
+        with target.workspace(store.root):
+            return Engine(plan, target, runner, store, progress, options).run()
+    finally:
+        # the data the run leaves is tkbench's, however the run ended -- unless it
+        # was forced over someone's (a remnant of theirs never becomes tkbench's)
+        if not guarded.forced:
+            target.keep_mark(str(store.root.absolute()), timestamp())
+
+
+def _log_guarded(guarded: Guarded, store: RunStore) -> None:
+    """The run log says what the check let through and why."""
+    for note in guarded.notes:
+        store.log(f"safety check: {note}")
+    for forced in guarded.forced:
+        store.log(f"safety check overridden by --force: {forced}")
 
 
 def _check_remote(target: Target, runner: FioRunner) -> None:
@@ -245,17 +264,18 @@ def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int =
         )
 
 
-def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> None:
+def _guard(target: Target, req: RunRequest, plan: planmod.Plan) -> Guarded:
     """Safety checks, then the operator's confirmation (under the device lock)."""
     target.check_purge(plan.profile.purge.method)
     target.check_write_cache(plan.profile.workload.write_cache)
-    target.check(force=req.force)
+    guarded = target.check(force=req.force)
     target.confirm(
         confirm_id=req.confirm_id,
         assume_yes=req.assume_yes,
         interactive=req.interactive,
         prompt=req.prompt,
     )
+    return guarded
 
 
 def _same_target(stored: TargetRecord, target: Target) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .device.purge import PurgeRecord
+from .device.safety import Guarded
 from .errors import DeviceError, InputError, SafetyError
 from .jobfile import engine_for
 from .plan import TargetInfo
@@ -46,6 +47,7 @@ class Target:
     """
 
     kind: ClassVar[str] = ""  # file | block | nbd
+    marks_own_data: ClassVar[bool] = False  # checked for signatures: Target.keep_mark
     spec: str  # as the user gave it
     path: str  # device or file path; the URI for nbd
     capacity: int
@@ -67,13 +69,24 @@ class Target:
         return {"ioengine": engine_for(self.kind, ioengine), "filename": filename_value(self.path)}
 
     # ------------------------------------------------------------ safety
-    def check(self, *, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> Guarded:
         """Refuse a target that must not be written (read-only checks, docs/safety.md):
         swap, loop backing file, open elsewhere, not writable, mounted, holders,
-        system disk, signatures (``force`` overrides only these)."""
+        system disk, signatures (``force`` overrides only these).  Returns what the
+        passed check has to tell (:class:`tkbench.device.Guarded`)."""
         from .device import check_target
 
-        check_target(self.path, force=force)
+        return check_target(self.path, force=force)
+
+    def keep_mark(self, run: str, when: str) -> None:
+        """Mark the data a run leaves on the target as tkbench's, so that a signature
+        its random data happens to form is not taken for someone's next time
+        (:mod:`tkbench.device.owndata`): files and block devices, which are checked
+        for signatures; the other kinds are not."""
+        if self.marks_own_data:
+            from .device import owndata
+
+            owndata.keep_mark(self.path, run, when)
 
     def confirm(
         self,
@@ -199,15 +212,15 @@ class FileTarget(Target):
     """A regular file, created at ``--size`` if missing (after the guards passed)."""
 
     kind: ClassVar[str] = "file"
+    marks_own_data: ClassVar[bool] = True
     no_write_cache: ClassVar[str] = "a regular file has no drive write cache of its own"
     missing: bool = False  # still to be created
 
-    def check(self, *, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> Guarded:
         """A file still to be created must fit its filesystem's free space; an existing
         one also gets the checks of :meth:`Target.check`."""
         _check_space(Path(self.path), self.capacity, new=self.missing)
-        if not self.missing:
-            super().check(force=force)
+        return Guarded() if self.missing else super().check(force=force)
 
     @contextlib.contextmanager
     def materialized(self) -> Iterator[None]:
@@ -252,6 +265,7 @@ class BlockTarget(Target):
     """A block device: identified, confirmed by serial, purged by a secure erase."""
 
     kind: ClassVar[str] = "block"
+    marks_own_data: ClassVar[bool] = True
     device: Any = None  # tkbench.device.DeviceIdentity
 
     def confirm(
@@ -332,10 +346,11 @@ class NbdTarget(Target):
     def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
         return {"ioengine": engine_for(self.kind, ioengine), "uri": self.path}
 
-    def check(self, *, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> Guarded:
         """Its server owns its data; only a read-only export is refused."""
         if self.identity.get("read_only"):
             raise SafetyError(f"refusing to write {self.spec}: the NBD export is read-only")
+        return Guarded()
 
     def lock_path(self) -> str:
         return _nbd_socket(self.path)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .device.purge import PurgeRecord
+from .device.safety import Guarded
 from .errors import DeviceError, InputError, SafetyError
 from .plan import TargetInfo
 from .target import Target
@@ -164,12 +165,13 @@ class VolumeTarget(Target):
             "directory": filename_value(str(where)),
         }
 
-    def check(self, *, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> Guarded:
         """A volume run needs a writable directory; nothing in it is at risk."""
         if self.read_only:
             raise InputError(f"target {self.spec}: its filesystem is mounted read-only")
         if not os.access(self.path, os.W_OK | os.X_OK):
             raise InputError(f"target {self.spec}: the directory is not writable")
+        return Guarded()
 
     def confirm(
         self,

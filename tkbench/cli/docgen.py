@@ -28,11 +28,18 @@ FILES = (
     ("/etc/tkbench/profiles/", "profiles for every user of the machine"),
     ("~/.local/share/tkbench/history.sqlite", "your run history ($XDG_DATA_HOME)"),
     ("/var/lib/tkbench/history.sqlite", "root's run history, readable by every user"),
+    (
+        "/var/lib/tkbench/written/",
+        "marks of the data root's runs left on their targets (~/.local/state/tkbench/written "
+        "for others): a signature inside that data is not refused",
+    ),
 )
 ENVIRONMENT = (
     ("XDG_CONFIG_HOME", "where your profiles are looked up (default ~/.config)"),
     ("XDG_DATA_HOME", "where your history database is kept (default ~/.local/share)"),
     ("TKBENCH_HISTORY", "the history to use: an SQLite file or a postgresql:// URL"),
+    ("TKBENCH_STATE", "where the marks of data runs left are kept (its written/ directory)"),
+    ("XDG_STATE_HOME", "the same for a user other than root (default ~/.local/state)"),
     ("TKBENCH_RIG", "the rig name runs are indexed under in the history (run --rig)"),
     ("TKBENCH_DEBUG", "show the traceback of an internal error, as -v does"),
 )

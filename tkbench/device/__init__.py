@@ -29,7 +29,7 @@ from .purge import (
     PurgeUnsupported,
     purge,
 )
-from .safety import Refusal, check_target, confirm, refusal_reasons
+from .safety import Guarded, Refusal, check_target, confirm, refusal_reasons
 from .writecache import WriteCacheError, WriteCacheRecord, WriteCacheSession
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "DeviceIdentity",
     "DeviceLock",
     "DeviceRow",
+    "Guarded",
     "HealthSnapshot",
     "NvmeCaps",
     "PurgeError",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, SafetyError
+from . import owndata
 from ._common import human_bytes, last_line, load_json_object, try_run
 from .identify import DeviceIdentity
 from .sysfs import Sysfs
@@ -42,9 +43,25 @@ class Refusal:
     code: str  # mounted, swap, holders, system-disk, busy, read-only, signature, ...
     message: str
     force_overrides: bool = False
+    note: bool = False  # told, never refused: a signature in tkbench's own data
 
     def to_dict(self) -> dict[str, object]:
-        return {"code": self.code, "message": self.message, "force_overrides": self.force_overrides}
+        return {
+            "code": self.code,
+            "message": self.message,
+            "force_overrides": self.force_overrides,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """What a passed check has to tell: signatures found in data tkbench itself left
+    (``notes``), and the refusals ``--force`` overrode (``forced``).  A run that was
+    forced over someone's data never marks the target's data as its own."""
+
+    notes: tuple[str, ...] = ()
+    forced: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- checks
@@ -91,15 +108,19 @@ def check_target(
     *,
     sysfs_root: str | os.PathLike[str] = "/sys",
     proc_root: str | os.PathLike[str] = "/proc",
-) -> None:
+) -> Guarded:
     """Raise :class:`SafetyError` with a one-line reason if ``path`` must not
     be written.  ``force`` overrides only the "holds data" checks (signatures,
     partitions); mounted, swap, holders, busy and system disks are always refused.
     """
-    reasons = refusal_reasons(path, sysfs_root=sysfs_root, proc_root=proc_root)
+    found = refusal_reasons(path, sysfs_root=sysfs_root, proc_root=proc_root)
+    reasons = [r for r in found if not r.note]
     blocking = [r for r in reasons if not (force and r.force_overrides)]
     if not blocking:
-        return
+        return Guarded(
+            notes=tuple(r.message for r in found if r.note),
+            forced=tuple(r.message for r in reasons if r.force_overrides),
+        )
     text = "; ".join(r.message for r in blocking)
     hint = " (--force overrides this)" if all(r.force_overrides for r in blocking) else ""
     raise SafetyError(f"refusing to write {os.fspath(path)}: {text}{hint}")
@@ -378,13 +399,24 @@ def _describe_signature(kind: str) -> str:
         return f"a partition table ({kind})"
     if kind in _MEMBER_TYPES:
         return f"a {_MEMBER_TYPES[kind]} signature ({kind})"
+    if kind.endswith("_raid_member"):  # libblkid's name for every firmware RAID's
+        return f"a RAID member signature ({kind})"
     return f"a filesystem signature ({kind})"
 
 
-def signatures(path: str) -> tuple[list[str], str | None]:
-    """Signature types found on ``path`` (``wipefs --no-act``, else ``blkid -p``).
+@dataclass(frozen=True)
+class Signature:
+    """A signature on a target: its type (``ext4``, ``gpt``, ``jmicron_raid_member``)
+    and where its magic is, when the tool said."""
 
-    Returns ``(types, None)`` or ``([], why)`` when neither tool could tell.
+    type: str
+    offset: int | None = None
+
+
+def signatures(path: str) -> tuple[list[Signature], str | None]:
+    """Signatures found on ``path`` (``wipefs --no-act``, else ``blkid -p``).
+
+    Returns ``(signatures, None)`` or ``([], why)`` when neither tool could tell.
     """
     problems: list[str] = []
     done, why = try_run(["wipefs", "--no-act", "--json", path], CHECK_TIMEOUT)
@@ -394,21 +426,36 @@ def signatures(path: str) -> tuple[list[str], str | None]:
         data = load_json_object(done.stdout)
         sigs = data.get("signatures") if data else None
         if isinstance(sigs, list):
-            types = [str(s.get("type")) for s in sigs if isinstance(s, dict) and s.get("type")]
-            return list(dict.fromkeys(types)), None
+            return [
+                Signature(str(s["type"]), _offset(s.get("offset")))
+                for s in sigs
+                if isinstance(s, dict) and s.get("type")
+            ], None
         problems.append("wipefs printed no JSON")
     else:
         problems.append(why or f"wipefs: {last_line(done.stderr) if done else ''}")
     done, why = try_run(["blkid", "-p", "-o", "export", path], CHECK_TIMEOUT)
     if done is not None and done.returncode in (0, 2):  # 2: nothing found
         props = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-        return [props[k] for k in ("TYPE", "PTTYPE") if props.get(k)], None
+        return [
+            Signature(props[k], _offset(props.get(magic)))
+            for k, magic in (("TYPE", "SBMAGIC_OFFSET"), ("PTTYPE", "PTMAGIC_OFFSET"))
+            if props.get(k)
+        ], None
     problems.append(why or f"blkid: {last_line(done.stderr) if done else ''}")
     return [], "; ".join(problems)
 
 
+def _offset(value: object) -> int | None:
+    """wipefs's ``"0xfffe00"``, blkid's ``"1080"``; None when absent or unreadable."""
+    try:
+        return int(str(value), 0) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _signature_reasons(spath: str, label: str) -> list[Refusal]:
-    types, problem = signatures(spath)
+    found, problem = signatures(spath)
     if problem:
         return [
             Refusal(
@@ -417,10 +464,30 @@ def _signature_reasons(spath: str, label: str) -> list[Refusal]:
                 force_overrides=True,
             )
         ]
-    return [
-        Refusal("signature", f"{label} holds {_describe_signature(t)}", force_overrides=True)
-        for t in types
-    ]
+    if not found:
+        return []
+    mark = owndata.left_by_tkbench(spath)
+    out: list[Refusal] = []
+    for kind in dict.fromkeys(s.type for s in found):
+        offsets = [s.offset for s in found if s.type == kind]
+        if mark is not None and all(o is not None and mark.covers(o) for o in offsets):
+            where = ", ".join(f"{o:#x}" for o in offsets if o is not None)
+            out.append(
+                Refusal(
+                    "own-data",
+                    f"{label}: the {kind} signature at {where} is in the data tkbench's run "
+                    f"{mark.run} left ({mark.written}), unchanged since: not refused",
+                    force_overrides=True,
+                    note=True,
+                )
+            )
+        else:
+            out.append(
+                Refusal(
+                    "signature", f"{label} holds {_describe_signature(kind)}", force_overrides=True
+                )
+            )
+    return out
 
 
 # --------------------------------------------------------------------------- confirm

@@ -1,0 +1,188 @@
+"""A signature that tkbench's own random data happens to form is not someone's data.
+
+libblkid takes the two bytes ``JM`` at the start of a target's last sector for a
+JMicron RAID member: random data written there forms one in one run of 65,536.  CI
+met it (a test's reused file target refused by the next run).  These tests write
+those two bytes themselves -- the stand-in for the random data that formed them --
+on real files and a real loop device, and check wipefs as the product does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes import helpers
+from fakes.helpers import LoopDevices
+
+from tests._helpers import TWO_IOPS_ROUNDS, sets
+from tkbench import cli
+from tkbench.device import check_target, owndata
+from tkbench.errors import SafetyError
+
+MiB = 1 << 20
+
+
+def _random_file(path: Path, size: int) -> Path:
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(size))
+    return path
+
+
+def _form_jmicron(path: str | Path, size: int) -> None:
+    """``JM`` at the start of the last sector, as fio's random data sometimes writes."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, b"JM", size - 512)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_random_data_forms_a_signature_the_check_refuses(tmp_path: Path) -> None:
+    """The hazard itself: without a mark, two random-looking bytes make a 'RAID member'."""
+    img = _random_file(tmp_path / "t.img", 16 * MiB)
+    check_target(img)
+    _form_jmicron(img, 16 * MiB)
+    with pytest.raises(SafetyError, match="RAID member signature"):
+        check_target(img)
+
+
+def test_a_signature_in_marked_data_is_told_not_refused(tmp_path: Path) -> None:
+    size = 32 * MiB  # beyond both spans: the middle is not in the digest
+    img = _random_file(tmp_path / "t.img", size)
+    _form_jmicron(img, size)
+    mark = owndata.keep_mark(str(img), "/runs/night-1", "2026-11-23T01:30:00Z")
+    assert mark is not None and mark.size == size
+    guarded = check_target(img)
+    assert len(guarded.notes) == 1 and not guarded.forced
+    assert "jmicron_raid_member signature at 0x1fffe00" in guarded.notes[0]
+    assert "/runs/night-1" in guarded.notes[0]
+
+    # the middle is not covered: changing it keeps the mark valid
+    fd = os.open(img, os.O_WRONLY)
+    os.pwrite(fd, b"x" * 4096, 16 * MiB)
+    os.close(fd)
+    assert check_target(img).notes
+
+    # one changed byte at either end and the data is no longer known to be tkbench's
+    fd = os.open(img, os.O_WRONLY)
+    os.pwrite(fd, b"\0", 100)
+    os.close(fd)
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(img)
+
+
+def test_a_filesystem_made_after_the_run_is_refused_again(tmp_path: Path) -> None:
+    img = _random_file(tmp_path / "t.img", 16 * MiB)
+    assert owndata.keep_mark(str(img), "/runs/a", "2026-11-23T01:30:00Z") is not None
+    check_target(img)  # marked, and no signature anyway
+    helpers.run(["mkfs.ext4", "-q", "-F", str(img)])
+    with pytest.raises(SafetyError, match=r"filesystem signature \(ext4\)"):
+        check_target(img)
+
+
+def test_coverage_of_a_mark() -> None:
+    big = owndata.Mark("d", 1 << 40, "/dev/x", "/runs/r", "t")
+    assert big.covers(0x438)  # ext4's magic
+    assert big.covers((1 << 40) - 512)  # the last sector (JMicron, GPT backup)
+    assert not big.covers(1 << 39)  # the middle is not in the digest
+    assert not big.covers(owndata.SPAN - 100)  # too near the head span's edge
+    assert not big.covers(1 << 40)  # beyond the end
+    small = owndata.Mark("d", 12 * MiB, "/x", "/r", "t")
+    assert small.covers(6 * MiB)  # all of a small target is in the digest
+
+
+def test_a_new_mark_replaces_the_old_one_of_the_same_target(tmp_path: Path) -> None:
+    where = tmp_path / "marks"
+    img = _random_file(tmp_path / "t.img", 4 * MiB)
+    other = _random_file(tmp_path / "u.img", 4 * MiB)
+    first = owndata.keep_mark(str(img), "/runs/1", "t1", where)
+    owndata.keep_mark(str(other), "/runs/x", "t1", where)
+    _random_file(img, 4 * MiB)
+    second = owndata.keep_mark(str(img), "/runs/2", "t2", where)
+    assert first is not None and second is not None and first.digest != second.digest
+    kept = sorted(json.loads(p.read_text())["run"] for p in where.glob("*.json"))
+    assert kept == ["/runs/2", "/runs/x"]
+    found = owndata.left_by_tkbench(str(img), where)
+    assert found is not None and found.run == "/runs/2"
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Iterator[LoopDevices]:
+    with helpers.loop_devices(tmp_path) as mgr:
+        yield mgr
+
+
+@pytest.mark.root
+def test_a_marked_block_device(loops: LoopDevices) -> None:
+    dev = loops.create(24)
+    size = 24 * MiB
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+    try:
+        import mmap
+
+        buf = mmap.mmap(-1, MiB)
+        for off in range(0, size, MiB):
+            buf[:] = os.urandom(MiB)
+            os.pwrite(fd, buf, off)
+    finally:
+        os.close(fd)
+    _form_jmicron(dev, size)
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(dev)
+    assert owndata.keep_mark(dev, "/runs/loop", "t") is not None
+    assert "jmicron_raid_member" in check_target(dev).notes[0]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _run(tmp: Path, name: str, *extra: str) -> int:
+    args = ["run", "--profile", "quick", "--target", str(tmp / "t.img"), "--yes"]
+    args += ["--out", str(tmp / name), "--no-report", *extra]
+    if not (tmp / "t.img").exists():
+        args += ["--size", "16M"]
+    return cli.main(args + sets(*TWO_IOPS_ROUNDS))
+
+
+def _log(run: Path) -> str:
+    return (run / "events.log").read_text()
+
+
+@pytest.mark.fio
+def test_the_next_run_goes_on_over_a_signature_its_own_data_formed(tmp_path: Path) -> None:
+    img = tmp_path / "t.img"
+    assert _run(tmp_path, "first") == 0
+    mark = owndata.left_by_tkbench(str(img))
+    assert mark is not None and mark.run == str((tmp_path / "first").absolute())
+    # the run's random data formed the two bytes (written here: fio's data cannot be
+    # chosen), and the mark is what the run would have kept over that data
+    _form_jmicron(img, 16 * MiB)
+    assert owndata.keep_mark(str(img), mark.run, mark.written) is not None
+    assert _run(tmp_path, "second") == 0
+    assert "jmicron_raid_member signature at 0xfffe00" in _log(tmp_path / "second")
+    assert "not refused" in _log(tmp_path / "second")
+    # the second run's data is now the marked one; the first run's mark is gone
+    marks = list(Path(os.environ["TKBENCH_STATE"], "written").glob("*.json"))
+    runs = [json.loads(p.read_text())["run"] for p in marks]
+    assert str((tmp_path / "second").absolute()) in runs
+    assert mark.run not in runs
+
+
+@pytest.mark.fio
+def test_a_run_forced_over_a_filesystem_keeps_no_mark(tmp_path: Path) -> None:
+    img = tmp_path / "t.img"
+    with open(img, "wb") as fh:
+        fh.truncate(16 * MiB)
+    helpers.run(["mkfs.ext4", "-q", "-F", str(img)])
+    assert _run(tmp_path, "refused") == 3
+    assert not (tmp_path / "refused").exists()
+    assert _run(tmp_path, "forced", "--force") == 0
+    assert owndata.left_by_tkbench(str(img)) is None
+    assert "overridden by --force: t.img holds a filesystem signature (ext4)" in _log(
+        tmp_path / "forced"
+    )
