@@ -145,3 +145,38 @@ def test_two_fio_servers_keep_each_hosts_share(
     pdf = build_report(out, tmp_path / "report.pdf")
     html = pdf.with_suffix(".html").read_text()
     assert "Per host" in html and html.count(f"<td>{tcp}</td>") == npoints
+
+
+def test_the_histogram_phase_sends_no_hooks_to_a_fio_server(
+    tmp_path: Path, fio_server: str
+) -> None:
+    """A fio server's host runs no tkbench: the response-time histogram phase, like the
+    rounds, sends it a job file without tkbench's hand-off hooks."""
+    only_latency = [
+        "tests.iops.enabled=false",
+        "tests.throughput.enabled=false",
+        "tests.wsat.enabled=false",
+        "tests.hir.enabled=false",
+        "tests.xsr.enabled=false",
+        "tests.cbw.enabled=false",
+        "tests.dirth.enabled=false",
+        "tests.latency.rounds.max=2",
+        "tests.latency.rounds.window=2",
+        "tests.latency.response_histogram=0.5s",
+    ]
+    out, manifest = start(
+        RunRequest(
+            profile="quick",
+            target=str(tmp_path / "t.img"),
+            size=16 << 20,
+            out=tmp_path / "run",
+            assume_yes=True,
+            fio_servers=[fio_server],
+            overrides=[*FAST, *only_latency],
+        )
+    )
+    assert manifest.status == "complete"
+    phase = (out / "tests/latency/histogram.fio").read_text()
+    assert "exec_prerun" not in phase and "exec_postrun" not in phase
+    rec = load_run(out).test("latency").response_histogram
+    assert rec is not None and rec.point.write.bins_ns

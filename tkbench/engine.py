@@ -617,6 +617,15 @@ class Engine:
         session.close()
         self._finish(test, rounds, segment, total_written, reason)
 
+    def _handoff(self) -> jobfile.Handoff | None:
+        """The hand-off hooks of a job file: none when fio runs on fio servers (their
+        hosts run no tkbench)."""
+        if self.runner.hosts:
+            return None
+        return jobfile.Handoff(
+            str(self._handoff_dir()), timeout_margin=self.options.fio_timeout_margin
+        )
+
     def _start_round(
         self,
         test: PlannedTest,
@@ -626,13 +635,7 @@ class Engine:
     ) -> _RoundRun:
         """Start round ``n``'s fio: at once, or ``after`` a round that still runs, held at
         its start until that round's last point is over."""
-        handoff = (
-            None
-            if self.runner.hosts
-            else jobfile.Handoff(
-                str(self._handoff_dir()), timeout_margin=self.options.fio_timeout_margin
-            )
-        )
+        handoff = self._handoff()
         now = time.monotonic()
         follow = None
         if after is not None:
@@ -819,7 +822,7 @@ class Engine:
         self._check_stop()
         self.progress.event("phase", test=test, phase="response-time histogram")
         options = self.target.fio_options(test.spec.workload.ioengine)
-        text = histphase.jobfile_text(test, options, str(self._handoff_dir()))
+        text = histphase.jobfile_text(test, options, self._handoff())
         labels = {point.job_name: "response-time histogram"}
         run = self._fio(test, histphase.PHASE, text, True, point.runtime, labels=labels)
         info = histphase.record(test, run, rounds, stop_reason)

@@ -22,12 +22,16 @@ from .runner import FioRun
 PHASE = "histogram"  # tests/<test>/histogram.json (+ .fio, .out)
 
 
-def jobfile_text(test: PlannedTest, target_options: Mapping[str, object], handoff_dir: str) -> str:
-    """The phase's job file: the test's round job file for its one point (no hand-off
-    hooks and no start delay: a single point has nobody to wait for)."""
+def jobfile_text(
+    test: PlannedTest, target_options: Mapping[str, object], handoff: jobfile.Handoff | None
+) -> str:
+    """The phase's job file: the test's round job file for its one point.  A single
+    point has nobody to wait for: no prerun hook, no start delay.  ``handoff`` is
+    None when fio runs on fio servers, whose hosts run no tkbench hooks (the point
+    then starts after fio's usual guard delay, as a round's first point does there)."""
     assert test.histogram_point is not None
     one = replace(test, points=(test.histogram_point,))
-    return jobfile.round_jobfile(one, target_options, jobfile.Handoff(handoff_dir))
+    return jobfile.round_jobfile(one, target_options, handoff)
 
 
 def record(
