@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import math
 import os
 import platform
 import shutil
@@ -270,11 +272,21 @@ class Engine:
                 self._finish(test, rounds, segment, _written(rounds), reason)
                 return
             action = self._resume_action(test, existing)
-            resume = Resume(at=time.time(), test=test.name, rounds_kept=len(rounds), action=action)
+            kept = self._parts_kept(test) if action == "continue-parts" else None
+            resume = Resume(
+                at=time.time(),
+                test=test.name,
+                rounds_kept=len(rounds),
+                action=action,
+                parts_kept=kept,
+            )
             store.update_manifest(resumes=(*store.manifest().resumes, resume))
-            store.log(f"resume {test.name}: {action} ({len(rounds)} complete round(s) kept)")
+            kept_words = (
+                f"{kept} part(s)" if kept is not None else f"{len(rounds)} complete round(s)"
+            )
+            store.log(f"resume {test.name}: {action} ({kept_words} kept)")
             self.progress.event("test_resumed", test=test, action=action, rounds=len(rounds))
-            if action == "continue":
+            if action in ("continue", "continue-parts"):
                 needs_purge = needs_pre = False
             elif action == "re-precondition":
                 needs_purge = False
@@ -302,6 +314,8 @@ class Engine:
         if test.spec.kind == "copy":  # not fio: the copy step (tkbench.copyrun)
             self._copy_rounds(test, rounds, segment)
         else:
+            if test.in_parts and not rounds:
+                self._parts(test, rounds, segment)
             self._rounds(test, rounds, segment)
 
     def _derive(self, test: PlannedTest, existing: TestData | None) -> PlannedTest:
@@ -351,11 +365,21 @@ class Engine:
 
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
         if not existing.rounds:
+            # a stage run in parts goes on from its parts (the last of them again); with
+            # one part stored, that is where it started: from its purge, as planned
+            if test.in_parts and len(self.store.load_parts(test.name)) > 1:
+                return "continue-parts"
             return "restart"
         gap = time.time() - existing.rounds[-1].ended
         return kind_named(test.spec.kind).resume_action(
             gap, self.options.resume_gap, test.precondition is not None
         )
+
+    def _parts_kept(self, test: PlannedTest) -> int:
+        """The parts of a stage run in parts that a resume keeps: all once every part
+        is stored, else all but the last (which runs again: ``_parts``)."""
+        stored = len(self.store.load_parts(test.name))
+        return stored if stored >= len(test.points) else max(0, stored - 1)
 
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)
@@ -469,9 +493,11 @@ class Engine:
         follow: jobfile.Follow | None = None,
     ) -> str:
         # sequential streams go on where the stored rounds left them; a round started
-        # ahead has none (_may_start_ahead): the round before it is not stored yet
+        # ahead has none (_may_start_ahead): the round before it is not stored yet.  A
+        # part of a stage (_parts) is its stage's first round: its streams start where
+        # that round's would, wherever the part before it is
         starts = jobfile.stream_starts(test.points, rounds, test.active_bytes)
-        assert follow is None or not starts
+        assert follow is None or not starts or not rounds
         return jobfile.round_jobfile(
             test, self.target.fio_options(test.spec.workload.ioengine), handoff, starts, follow
         )
@@ -518,7 +544,7 @@ class Engine:
                 )
                 ahead = self._await(test, cur, rounds, segment, total_written, started)
                 run = self._collect(test, cur)
-                cur.last_done = _last_point_done(cur, test.points[-1])
+                cur.last_done = _last_point_done(cur)
                 began = run.started
                 if cur.follows is not None:
                     # it began when the round before it ended its last point
@@ -554,13 +580,97 @@ class Engine:
         finally:
             # an error or an interrupt: the fio of the round under way, and of one started
             # ahead of it, are stopped; neither is stored (a later resume runs them anew)
-            for r in (cur, ahead):
-                if r is not None:
-                    r.process.stop()
-                    if r.sampler is not None:
-                        r.sampler.stop()
-                    shutil.rmtree(r.workdir, ignore_errors=True)
+            _stop_runs(cur, ahead)
         self._finish(test, rounds, segment, total_written, reason)
+
+    def _parts(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
+        """The one round of a stage run in parts (``PlannedTest.in_parts``): one fio per
+        point, each started ahead of the one before it ends and held by the hand-off,
+        so the points follow each other as closely as in one fio run, and each stored
+        as it ends (rounds/0001.parts/).  Once all are stored they form the round, the
+        record one fio run would have made; ``_rounds`` then sees the stage done.
+
+        Resumed with parts stored, the last of them runs again (it is set aside, not
+        lost): the part after it must follow its stimulus directly, as planned, not
+        an idle drive (docs/resume.md)."""
+        parts = self.store.load_parts(test.name)
+        count = len(test.points)
+        if 0 < len(parts) < count:
+            again = len(parts)
+            self.store.discard_part(test.name, again)
+            parts.pop()
+            self.store.log(
+                f"test {test.name}: part {again} of {count} runs again, so that part "
+                f"{again + 1} follows it as planned"
+            )
+        left = [test.part(i) for i in range(len(parts), count)]
+        self.progress.event(
+            "round_started", test=test, round=1, seconds=math.fsum(p.round_seconds for p in left)
+        )
+        cur: _RoundRun | None = None
+        ahead: _RoundRun | None = None
+        try:
+            for part in left:
+                k = len(parts) + 1
+                self._check_stop()
+                if ahead is None:
+                    cur = self._start_round(part, 1, ())
+                else:
+                    cur, ahead = ahead, None
+                    cur.end_eta = time.monotonic() + part.round_seconds
+                point = part.points[0]
+                self.progress.event(
+                    "phase", test=test, phase=f"part {k} of {count}: {point.tag or point.label}"
+                )
+                cur.sampler = CounterSampler(
+                    self.target,
+                    part.points,
+                    lambda fig: self.progress.event("fio_status", test=test, **fig.to_dict()),
+                    startup=FIO_STARTUP if cur.follows is None else 0.0,
+                )
+                if k < count and self.options.back_to_back and cur.handoff is not None:
+                    ahead = _ahead_of(
+                        cur, functools.partial(self._start_round, test.part(k), 1, (), after=cur)
+                    )
+                run = self._collect(part, cur)
+                cur.last_done = _last_point_done(cur)
+                began = run.started
+                if cur.follows is not None:
+                    began = cur.follows.last_done or began  # when the part before it ended
+                    cur.follows = None
+                before = int(parts[-1].total_written_bytes) if parts else _written(rounds)
+                record = self._round_record(
+                    part, 1, segment, run, cur.text, began, before, cur.series
+                )
+                self.store.save_part(test.name, k, record, run.stdout, cur.text)
+                self.store.log(f"test {test.name}: part {k} of {count} stored")
+                parts.append(record)
+                cur = None
+        finally:
+            _stop_runs(cur, ahead)  # never stored: a resume runs them again
+        points = tuple(p for part_round in parts for p in part_round.points)
+        record = Round(
+            test=test.name,
+            round=1,
+            segment=segment,
+            started=parts[0].started,
+            ended=parts[-1].ended,
+            fio=parts[0].fio,
+            points=points,
+            tracking=tracking_values(list(points), test.tracking),
+            written_bytes=math.fsum(p.written_bytes for p in parts),
+            total_written_bytes=parts[-1].total_written_bytes,
+        )
+        self.store.save_round_of_parts(test.name, record, len(parts))
+        rounds.append(record)
+        self.progress.event(
+            "round_done",
+            test=test,
+            round=1,
+            tracking=record.tracking,
+            verdicts={},
+            total_written=int(record.total_written_bytes),
+        )
 
     def _copy_rounds(self, test: PlannedTest, rounds: list[Round], segment: int) -> None:
         """A copy test's runs (tkbench.copyrun) in place of fio's rounds: its file sets
@@ -641,7 +751,7 @@ class Engine:
         if after is not None:
             assert handoff is not None and after.handoff is not None
             shift = max(0.0, after.end_eta - now)
-            follow = jobfile.Follow(after.handoff.directory, test.points[-1], shift)
+            follow = jobfile.Follow(after.handoff.directory, after.last, shift)
         else:
             shift = FIO_STARTUP
         text = self._round_text(test, handoff, rounds, follow)
@@ -661,6 +771,7 @@ class Engine:
             process=process,
             workdir=workdir,
             end_eta=now + shift + test.round_seconds,
+            last=test.points[-1],
             follows=after,
         )
 
@@ -706,14 +817,12 @@ class Engine:
         started ahead (see ``_may_start_ahead``) or ``cur`` ended before that."""
         if not self._may_start_ahead(test, cur, rounds, segment, total_written, started):
             return None
-        due = cur.end_eta - START_AHEAD
-        while not cur.process.finished():
-            left = due - time.monotonic()
-            if left <= 0:
-                self.progress.event("round_started_ahead", test=test, round=cur.number + 1)
-                return self._start_round(test, cur.number + 1, rounds, after=cur)
-            time.sleep(min(POLL, left))
-        return None
+
+        def start_next() -> _RoundRun:
+            self.progress.event("round_started_ahead", test=test, round=cur.number + 1)
+            return self._start_round(test, cur.number + 1, rounds, after=cur)
+
+        return _ahead_of(cur, start_next)
 
     def _collect(self, test: PlannedTest, cur: _RoundRun) -> FioRun:
         """Wait for a round's fio; a failed run is kept in ``failed/`` and raised."""
@@ -743,10 +852,7 @@ class Engine:
     def _discard(self, test: PlannedTest, r: _RoundRun, why: str) -> None:
         """Stop a round started ahead (if still running) and forget it: its output is
         never read, nothing of it is stored or counted."""
-        r.process.stop()
-        if r.sampler is not None:
-            r.sampler.stop()
-        shutil.rmtree(r.workdir, ignore_errors=True)
+        _stop_runs(r)
         self.store.log(f"test {test.name}: round {r.number}, started ahead, discarded: {why}")
         self.progress.event("round_discarded", test=test, round=r.number, reason=why)
 
@@ -959,18 +1065,41 @@ class _RoundRun:
     process: FioProcess
     workdir: Path
     end_eta: float  # time.monotonic() at which its last point is expected to end
+    last: Point  # its last point (the one a round started after it waits for)
     follows: _RoundRun | None = None
     sampler: CounterSampler | None = None
     last_done: float | None = None  # epoch seconds its last point ended (once known)
     series: dict[str, Series | None] | None = None  # per-interval samples by fio job
 
 
-def _last_point_done(r: _RoundRun, last: Point) -> float | None:
+def _stop_runs(*runs: _RoundRun | None) -> None:
+    """Stop the fio of each run still under way and drop its working directory."""
+    for r in runs:
+        if r is not None:
+            r.process.stop()
+            if r.sampler is not None:
+                r.sampler.stop()
+            shutil.rmtree(r.workdir, ignore_errors=True)
+
+
+def _ahead_of(cur: _RoundRun, start: Callable[[], _RoundRun]) -> _RoundRun | None:
+    """While ``cur`` runs: ``start`` the next fio ``START_AHEAD`` seconds before ``cur``
+    is expected to end (at once for a shorter run); None when ``cur`` ended first."""
+    due = cur.end_eta - START_AHEAD
+    while not cur.process.finished():
+        left = due - time.monotonic()
+        if left <= 0:
+            return start()
+        time.sleep(min(POLL, left))
+    return None
+
+
+def _last_point_done(r: _RoundRun) -> float | None:
     """When the last point of a finished round ended: the time its clones left their
     hand-off markers (None without markers: no hand-off, or a fake fio)."""
     if r.handoff is None:
         return None
-    return markers_time(r.handoff.directory, last.index)
+    return markers_time(r.handoff.directory, r.last.index)
 
 
 def _written(rounds: list[Round]) -> int:

@@ -6,7 +6,7 @@ them."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .analysis.kinds import RoundSpec, kind_named
 from .profile import Mix, TestSpec, Tracking, size_label
@@ -167,6 +167,23 @@ class PlannedTest:
         """Seconds of phases before and after the rounds."""
         after = self.histogram_point.runtime if self.histogram_point is not None else 0.0
         return after + self.setup_seconds
+
+    @property
+    def in_parts(self) -> bool:
+        """A stage of one long round of several points (hir-recovery, xsr, the
+        operating points: hours to a day), which the engine runs one fio per point,
+        back to back, each stored as it ends, so that an interruption loses at most
+        a point of it (docs/resume.md)."""
+        return (
+            bool(self.stage)
+            and self.spec.kind == "fixed"
+            and self.spec.repeat == 1
+            and len(self.points) > 1
+        )
+
+    def part(self, index: int) -> PlannedTest:
+        """The test of its ``index``-th point alone (0-based): one part of it."""
+        return replace(self, points=(self.points[index],))
 
     @property
     def round_seconds(self) -> float:

@@ -10,6 +10,8 @@ Layout (docs/run-directory.md describes every file)::
     RUN/tests/<test>/precondition.json (+ .fio job file, .out raw fio output)
     RUN/tests/<test>/histogram.json    (+ .fio, .out) the response-time histogram phase
     RUN/tests/<test>/rounds/0001.json (+ 0001.fio, 0001.out; a copy test: 0001.log)
+    RUN/tests/<test>/rounds/0001.parts/01.json (+ .fio, .out) a stage run in parts:
+                                      one per point, stored as it ends
     RUN/tests/<test>/result.json      the test's verdict, once it has finished
 
 Every JSON file is written atomically (temp file, fsync, rename, fsync of the
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +55,7 @@ __all__ = ["SCHEMA", "RunData", "RunStore", "TestData", "load_run"]
 R = TypeVar("R")
 MANIFEST = "manifest.json"
 _ROUND_RE = re.compile(r"^(\d{4,})\.json$")
+PARTS_SUFFIX = ".parts"  # rounds/0001.parts/: the parts of a stage run in parts
 
 
 def current_umask() -> int:
@@ -148,6 +152,13 @@ def _fsync_dir(path: Path) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def read_json(path: Path) -> Any:
@@ -320,6 +331,49 @@ class RunStore:
         for suffix, text in beside.items():
             write_atomic(d / f"{stem}.{suffix}", text)
         write_record(d / f"{stem}.json", record)
+
+    # a stage run in parts (PlannedTest.in_parts): rounds/0001.parts/NN.{fio,out,json}
+    def _parts_dir(self, test: str) -> Path:
+        return self.test_dir(test) / "rounds" / f"{1:04d}{PARTS_SUFFIX}"
+
+    def save_part(self, test: str, number: int, record: Round, raw: str, jobfile: str) -> None:
+        """One part of a stage run in parts: its job file and output, then the record
+        (a part without its ``.json`` was never stored)."""
+        d = self._parts_dir(test)
+        stem = f"{number:02d}"
+        write_atomic(d / f"{stem}.fio", jobfile)
+        write_atomic(d / f"{stem}.out", raw)
+        write_record(d / f"{stem}.json", record)
+
+    def load_parts(self, test: str) -> list[Round]:
+        """The stored parts of a stage run in parts, from the first, as long as they
+        follow each other (``01``, ``02``, ...)."""
+        d = self._parts_dir(test)
+        parts: list[Round] = []
+        while (f := d / f"{len(parts) + 1:02d}.json").exists():
+            parts.append(Round.load(read_json(f), f))
+        return parts
+
+    def discard_part(self, test: str, number: int) -> None:
+        """Set a stored part aside (``discarded-<time>-NN.*``): it runs again."""
+        d = self._parts_dir(test)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for suffix in ("json", "fio", "out"):  # the record first: then it is no part
+            p = d / f"{number:02d}.{suffix}"
+            if p.exists():
+                p.rename(d / f"discarded-{stamp}-{p.name}")
+
+    def save_round_of_parts(self, test: str, record: Round, count: int) -> None:
+        """The round a stage's ``count`` stored parts form: its ``.fio`` and ``.out``
+        are the parts' files one after the other, each under a line naming it (the
+        parts' own files stay beside it)."""
+        d = self._parts_dir(test)
+        texts: dict[str, list[str]] = {"fio": [], "out": []}
+        for k in range(1, count + 1):
+            for suffix, out in texts.items():
+                name = f"{d.name}/{k:02d}.{suffix}"
+                out.append(f"# part {k} of {count}: {name}\n{_read_text(d / f'{k:02d}.{suffix}')}")
+        self._save_round(test, record, {s: "\n".join(t) for s, t in texts.items()})
 
     def update_round(self, test: str, record: Round) -> None:
         """Rewrite a stored round's record (its ``.fio`` and ``.out`` stay): for what is

@@ -24,7 +24,7 @@ from ..device.writecache import ABSENT, WriteCacheRecord
 from ..errors import ProfileError
 from ..plan import Plan, PlannedTest
 from ..profile import build
-from ..records import Manifest, Round, TestPlan
+from ..records import Manifest, Resume, Round, TestPlan
 from ..store import RunData, TestData
 from ..units import format_duration, format_size, human_bytes, parse_size
 from . import ptsstages
@@ -488,6 +488,11 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
     stored_setting = _stored(m.profile.resolved, "workload", "write_cache")
     run_wide = [d for d in [_run_cache(var, write_cache, stored_setting)] if d]
     per_test = {t.name: _run_test(t, capacity) for t in run.tests}
+    for r in m.resumes:
+        if r.action == "continue-parts" and r.test in per_test:
+            split = _resumed_in_parts(r, run.test(r.test))
+            if split is not None:
+                per_test[r.test].append(split)
     present = {t.name for t in run.tests}
     profile_tests, skipped = _stored_tests(m)
     for name in m.tests:
@@ -506,6 +511,28 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
         run_wide,
         per_test,
     )
+
+
+def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
+    """A stage run in parts that an interruption split: the PTS runs it without a
+    break; tkbench ran the part before the break again, so that the part after it
+    followed its stimulus directly (docs/resume.md).  None when every part was
+    stored before the interruption: no part followed a break."""
+    kept = r.parts_kept or 0
+    if kept >= len(t.plan.points):
+        return None
+    return Departure(
+        t.name,
+        "stage run without a break",
+        "its stimuli one after the other, without an interruption",
+        f"interrupted and resumed: {_parts(kept)} measured before the interruption, "
+        f"part {kept + 1} ran again after it, directly followed by the rest",
+        t.plan.title or t.name,
+    )
+
+
+def _parts(n: int) -> str:
+    return "part 1" if n == 1 else f"parts 1 to {n}"
 
 
 def _stored(resolved: Mapping[str, Any], *keys: str) -> Any:

@@ -72,7 +72,10 @@ class Resume:
     at: float
     rounds_kept: int = 0
     test: str = ""
-    action: str = ""  # continue | re-precondition | new-segment | restart
+    action: str = ""  # continue | continue-parts | re-precondition | new-segment | restart
+    # continue-parts: the stage's parts kept from before (the one after them ran again,
+    # then the rest); left out otherwise
+    parts_kept: int | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)

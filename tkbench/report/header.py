@@ -17,7 +17,7 @@ from ..analysis.pts import Judgement, stored_variant
 from ..analysis.repeat import point_repeatability, until_standing
 from ..device.writecache import describe as write_cache_text
 from ..plan import pattern_text
-from ..records import Manifest
+from ..records import Manifest, Resume
 from ..store import RunData, TestData
 from . import devicefacts, fmt
 from .model import COMPLETE, PtsClaim, Row, TestReport
@@ -111,7 +111,7 @@ def run_rows(manifest: Manifest, options: ReportOptions, generated: float) -> tu
             Row(
                 "Resumed",
                 f"{fmt.when(r.at or None)}: test {text_or(r.test)}, "
-                f"{text_or(r.action)} ({r.rounds_kept} rounds kept)",
+                f"{text_or(r.action)} ({_kept(r)} kept)",
             )
         )
     rows.append(Row("Report generated", fmt.when(generated)))
@@ -120,6 +120,12 @@ def run_rows(manifest: Manifest, options: ReportOptions, generated: float) -> tu
     if options.organisation:
         rows.append(Row("Organisation", options.organisation))
     return tuple(rows)
+
+
+def _kept(r: Resume) -> str:
+    if r.parts_kept is not None:
+        return f"{r.parts_kept} part{'s' if r.parts_kept != 1 else ''} of the stage"
+    return f"{r.rounds_kept} rounds"
 
 
 def setup_rows(run: RunData) -> tuple[Row, ...]:

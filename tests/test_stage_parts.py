@@ -1,0 +1,118 @@
+"""A stage of one long round (hir-recovery, xsr, the operating points) runs in parts:
+one fio per point, back to back, each stored as it ends; an interruption loses at
+most the part under way and the one before it, which runs again.  Real fio on a
+file target; the interruption is the engine's own stop check (as a SIGTERM's)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import FAST
+from tkbench.analysis.conformance import judge_run
+from tkbench.errors import Interrupted
+from tkbench.runs import RunRequest, start
+from tkbench.store import load_run
+
+pytestmark = pytest.mark.fio
+
+ONLY_XSR = [f"tests.{t}.enabled=false" for t in ("iops", "throughput", "latency", "wsat")]
+ONLY_XSR += ["tests.hir.enabled=false", "tests.cbw.enabled=false", "tests.dirth.enabled=false"]
+GROUP_POINTS = [(0, "sequential"), (1, "random"), (2, "sequential")]
+GROUPS = 'tests.xsr.groups=["128k sequential 1s", "4k random 1s", "128k sequential 1s"]'
+
+
+def _request(tmp: Path, stop: Callable[[], bool] = lambda: False) -> RunRequest:
+    overrides = [o for o in FAST if not o.startswith("tests.xsr.groups")]
+    return RunRequest(
+        profile="quick",
+        target=str(tmp / "t.img"),
+        size=32 << 20,
+        out=tmp / "run",
+        assume_yes=True,
+        overrides=[*overrides, *ONLY_XSR, GROUPS],
+        stop=stop,
+    )
+
+
+def _parts(run: Path) -> Path:
+    return run / "tests" / "xsr" / "rounds" / "0001.parts"
+
+
+def test_a_stage_runs_in_parts_that_form_its_round(tmp_path: Path) -> None:
+    out, manifest = start(_request(tmp_path))
+    assert manifest.status == "complete"
+    parts = _parts(out)
+    assert sorted(p.name for p in parts.glob("*.json")) == ["01.json", "02.json", "03.json"]
+    records = [json.loads((parts / f"0{k}.json").read_text()) for k in (1, 2, 3)]
+    assert [len(r["points"]) for r in records] == [1, 1, 1]
+    xsr = load_run(out).test("xsr")
+    assert len(xsr.rounds) == 1 and xsr.result is not None
+    # the round is the parts' points, in order, with their per-interval samples
+    assert [(p.index, p.pattern) for p in xsr.rounds[0].points] == GROUP_POINTS
+    assert [p.job for p in xsr.rounds[0].points] == [r["points"][0]["job"] for r in records]
+    assert all(p.series for p in xsr.rounds[0].points)
+    assert xsr.rounds[0].written_bytes == pytest.approx(sum(r["written_bytes"] for r in records))
+    # parts 2 and 3 were started ahead and held by the hand-off until the part before ended
+    assert "exec_prerun" not in (parts / "01.fio").read_text()
+    assert "exec_prerun" in (parts / "02.fio").read_text()
+    assert "exec_prerun" in (parts / "03.fio").read_text()
+    # each part began when the one before it ended its last point (the hand-off marker)
+    for before, after in itertools.pairwise(records):
+        assert before["started"] < after["started"] <= before["ended"]
+    # the round's own files hold the parts' files, each named
+    fio = (out / "tests/xsr/rounds/0001.fio").read_text()
+    assert "# part 3 of 3: 0001.parts/03.fio" in fio and "bs=4096" in fio
+    departures = judge_run(load_run(out)).departures
+    assert all(d.requirement != "stage run without a break" for d in departures)
+
+
+def test_a_resumed_stage_runs_the_part_before_the_break_again(tmp_path: Path) -> None:
+    parts = _parts(tmp_path / "run")
+    with pytest.raises(Interrupted):
+        start(_request(tmp_path, stop=lambda: (parts / "02.json").exists()))
+    assert load_run(tmp_path / "run").manifest.status == "interrupted"
+    assert not (tmp_path / "run/tests/xsr/rounds/0001.json").exists()
+    first = (parts / "01.json").read_bytes()
+    second = json.loads((parts / "02.json").read_text())
+
+    out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
+    assert manifest.status == "complete"
+    # part 1 kept as it was; part 2 set aside and run again, directly before part 3
+    assert (parts / "01.json").read_bytes() == first
+    again = json.loads((parts / "02.json").read_text())
+    assert again["started"] > second["ended"]
+    assert [p.name for p in parts.glob("discarded-*-02.json")]
+    assert (parts / "03.json").exists()
+    resume = manifest.resumes[-1]
+    assert (resume.test, resume.action, resume.parts_kept) == ("xsr", "continue-parts", 1)
+    assert (
+        "part 2 of 3 runs again, so that part 3 follows it as planned"
+        in (out / "events.log").read_text()
+    )
+    run = load_run(out)
+    assert [(p.index, p.pattern) for p in run.test("xsr").rounds[0].points] == GROUP_POINTS
+    # no purge on the resume: the stage goes on from its parts
+    assert len(list((out / "tests/xsr").glob("discarded-*"))) == 0
+    split = [d for d in judge_run(run).departures if d.requirement == "stage run without a break"]
+    assert len(split) == 1 and split[0].test == "xsr"
+    assert "part 1 measured before the interruption, part 2 ran again" in split[0].actual
+
+
+def test_a_stage_with_only_its_first_part_stored_starts_again_from_its_purge(
+    tmp_path: Path,
+) -> None:
+    parts = _parts(tmp_path / "run")
+    with pytest.raises(Interrupted):
+        start(_request(tmp_path, stop=lambda: (parts / "01.json").exists()))
+    out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
+    assert manifest.status == "complete"
+    assert manifest.resumes[-1].action == "restart"
+    # the first attempt's rounds (its one part) were set aside with its purge record
+    assert list((out / "tests/xsr").glob("discarded-*-rounds"))
+    assert list((out / "tests/xsr").glob("discarded-*-purge.json"))
+    assert len(load_run(out).test("xsr").rounds[0].points) == 3
