@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -359,3 +360,76 @@ def test_a_criterion_on_a_repeated_points_spread(
     acc = Acceptance(False, (Criterion.parse("iops mean_abs_dev_pct 4k 0/100 <= 100"),), 0.0)
     (check,) = criterion_checks(load_run(run), acc)
     assert "has no spread" in check.message
+
+
+# --------------------------------------------------------------------------- regressions
+
+
+def test_a_volume_figure_regresses_only_beyond_threshold_and_noise() -> None:
+    """Welch by hand: 3 runs each at a standard deviation of 10 give a difference whose
+    95 % half width is t(4) x sqrt(100/3 + 100/3) = 2.776 x 8.165 = 22.67 (22.7 % of
+    100): a 20 % drop is within it, a 30 % drop is not."""
+    from tkbench.checks import FigureRuns, volume_regression_checks
+
+    base = {
+        "copy iso.random.mb_s": FigureRuns(100.0, 10.0, 3),
+        "copy iso.zero.mb_s": FigureRuns(100.0, 10.0, 3),
+        "sweep best_read_mb_s": FigureRuns(100.0, None, 1),
+        "vfile random-read.1.warm.nodes_s": FigureRuns(100.0, 10.0, 3),
+    }
+    now = {
+        "copy iso.random.mb_s": FigureRuns(80.0, 10.0, 3),  # -20 %: within the noise
+        "copy iso.zero.mb_s": FigureRuns(70.0, 10.0, 3),  # -30 %: beyond it
+        "sweep best_read_mb_s": FigureRuns(94.0, None, 1),  # -6 %, one run: no noise known
+        "vfile random-read.1.warm.nodes_s": FigureRuns(130.0, 10.0, 3),  # better
+        "vfile random-write.1.warm.nodes_s": FigureRuns(1.0, None, 1),  # not in the base
+    }
+    checks = {c.name: c for c in volume_regression_checks(now, base, 5.0, "night-1")}
+    assert set(checks) == {f"regression: {k}" for k in base}
+    within = checks["regression: copy iso.random.mb_s"]
+    assert within.passed and "noise ±22.7 %" in within.message
+    assert "(within the runs' noise)" in within.message
+    beyond = checks["regression: copy iso.zero.mb_s"]
+    assert not beyond.passed and "-30.0 % against night-1 (100 -> 70 MB/s; noise ±22.7 %)" in (
+        beyond.message
+    )
+    single = checks["regression: sweep best_read_mb_s"]
+    assert not single.passed and "noise" not in single.message
+    assert checks["regression: vfile random-read.1.warm.nodes_s"].passed
+    assert "nodes/s" in checks["regression: vfile random-read.1.warm.nodes_s"].message
+
+
+@needs_root
+@pytest.mark.fio
+def test_the_regression_check_of_a_night_covers_its_volume_figures(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The second copy night against the first, from the history (as a nightly run
+    finds its baseline) and from --baseline: every figure is checked, by the rule."""
+    from tkbench.checks import FigureRuns, run_figure_runs, volume_regression_checks
+    from tkbench.runs import finish_checks
+
+    db = tmp_path / "h.sqlite"
+    assert cli.main(["history", "import", "--history", str(db), str(runs["copy1"])]) == 0
+    night = tmp_path / "copy2"
+    shutil.copytree(runs["copy2"], night)
+    done = finish_checks(night, history_db=db, threshold=1000)
+    regressions = [c for c in done.checks.checks if c.kind == "regression"]
+    names = {f"regression: {k}" for k in run_figure_runs(load_run(night))}
+    assert {c.name for c in regressions} == names and len(names) == 4
+    assert all(c.passed for c in regressions)  # nothing drops by 1000 %
+    assert all(str(runs["copy1"].resolve()) in c.message for c in regressions)
+    assert json.loads((night / "checks.json").read_text())["baseline"] == str(
+        runs["copy1"].resolve()
+    )
+    # at a threshold of 0 % a check fails exactly where the night is lower beyond noise
+    again = finish_checks(night, history_db=None, baseline=runs["copy1"], threshold=1e-9)
+    first, second = run_figure_runs(load_run(runs["copy1"])), run_figure_runs(load_run(night))
+    expected = volume_regression_checks(second, first, 1e-9, str(runs["copy1"]))
+    got = {c.name: c.passed for c in again.checks.checks if c.kind == "regression"}
+    assert got == {c.name: c.passed for c in expected}
+    for key, now in second.items():
+        base = first[key]
+        assert isinstance(now, FigureRuns) and now.runs == base.runs == 3
+        if now.mean >= base.mean:
+            assert got[f"regression: {key}"]  # not lower: never a regression

@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import analysis
 from .analysis import analyze_test
-from .analysis.repeat import point_repeatability
-from .analysis.volfigures import run_figures, value_of
+from .analysis.repeat import point_repeatability, welch_noise
+from .analysis.volfigures import run_figures, unit_of, value_of
 from .profile import DEVIATION, Acceptance
 from .records import CheckItem, Checks
 from .store import RunData, write_atomic, write_record
@@ -101,6 +104,69 @@ def regression_checks(
                 now,
                 f"within {threshold_pct:g} % of {before:.4g}",
                 f"{delta:+.1f} % against {baseline_name} ({before:.4g} -> {now:.4g})",
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class FigureRuns:
+    """A volume figure as a regression check needs it: its mean, the sample standard
+    deviation of its runs (None: one run) and how many runs."""
+
+    mean: float
+    stdev: float | None
+    runs: int
+
+
+def run_figure_runs(run: RunData) -> dict[str, FigureRuns]:
+    """The volume figures of a run directory, by history key (``"TEST NAME"``)."""
+    return {f.key: FigureRuns(f.value, f.runs.stdev, len(f.runs.runs)) for f in run_figures(run)}
+
+
+def history_figure_runs(volume: Mapping[str, Mapping[str, Any]] | None) -> dict[str, FigureRuns]:
+    """The volume figures the history keeps of a run (its ``volume`` column)."""
+    out: dict[str, FigureRuns] = {}
+    for key, fig in (volume or {}).items():
+        value, sd, n = fig.get("value"), fig.get("stdev"), fig.get("runs")
+        if isinstance(value, int | float) and isinstance(n, int):
+            out[key] = FigureRuns(float(value), float(sd) if sd is not None else None, n)
+    return out
+
+
+def volume_regression_checks(
+    current: Mapping[str, FigureRuns],
+    baseline: Mapping[str, FigureRuns],
+    threshold_pct: float,
+    baseline_name: str,
+) -> list[Check]:
+    """Volume figures (MB/s, nodes/s: higher is better) lower than the baseline's by
+    more than ``threshold_pct`` *and* by more than the runs' own noise fail.  The
+    noise is the half width of the 95 % interval of the difference (Welch, as
+    ``compare`` reads it), known when both nights repeated the test; a drop within
+    it is no proven regression on a volume whose runs scatter that much."""
+    out = []
+    for key, now in sorted(current.items()):
+        before = baseline.get(key)
+        if before is None or not before.mean or not math.isfinite(before.mean):
+            continue
+        delta = (now.mean - before.mean) / abs(before.mean) * 100.0
+        half = welch_noise(before.stdev, before.runs, now.stdev, now.runs)
+        noise_pct = 100.0 * half / abs(before.mean) if half is not None else None
+        beyond_noise = noise_pct is None or -delta > noise_pct
+        ok = -delta <= threshold_pct or not beyond_noise
+        unit = unit_of(key.split(" ", 1)[-1])
+        noise = f"; noise ±{noise_pct:.1f} %" if noise_pct is not None else ""
+        verdict = " (within the runs' noise)" if -delta > threshold_pct and ok else ""
+        out.append(
+            Check(
+                f"regression: {key}",
+                "regression",
+                ok,
+                now.mean,
+                f"within {threshold_pct:g} % of {before.mean:.4g} {unit} (or within the noise)",
+                f"{delta:+.1f} % against {baseline_name} "
+                f"({before.mean:.4g} -> {now.mean:.4g} {unit}{noise}){verdict}",
             )
         )
     return out

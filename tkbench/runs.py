@@ -391,8 +391,11 @@ def finish_checks(
     warnings: list[str] = []  # the history's failures: the run itself stands
     if limit > 0:
         base: dict[str, float] | None = None
+        base_figures: dict[str, checkmod.FigureRuns] = {}
         if baseline is not None:
-            base, baseline_name = headline(load_run(baseline)), str(baseline)
+            base_run = load_run(baseline)
+            base, baseline_name = headline(base_run), str(baseline)
+            base_figures = checkmod.run_figure_runs(base_run)
         elif history is not None:
             try:
                 prev = history.previous(run)
@@ -401,8 +404,12 @@ def finish_checks(
                 prev = None
             if prev is not None:
                 base, baseline_name = prev.headline, prev.run_dir
+                base_figures = checkmod.history_figure_runs(prev.volume)
         if base is not None and baseline_name is not None:
             found += checkmod.regression_checks(headline(run), base, limit, baseline_name)
+            found += checkmod.volume_regression_checks(
+                checkmod.run_figure_runs(run), base_figures, limit, baseline_name
+            )
     data = checkmod.save(out, found, baseline_name)
     if junit:
         checkmod.write_junit(junit, run, found)

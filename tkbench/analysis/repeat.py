@@ -191,12 +191,17 @@ def difference_noise(a: Repeatability, b: Repeatability) -> float | None:
     freedom, rounded down), in the unit of the means.  A difference of the means
     smaller than this is within the runs' own noise: the interval holds zero.  None
     when a side has a single run (its spread is unknown)."""
-    if a.stdev is None or b.stdev is None:
+    return welch_noise(a.stdev, len(a.runs), b.stdev, len(b.runs))
+
+
+def welch_noise(sd_a: float | None, n_a: int, sd_b: float | None, n_b: int) -> float | None:
+    """:func:`difference_noise` from each side's sample standard deviation and number
+    of runs (what the history keeps of a volume figure)."""
+    if sd_a is None or sd_b is None or n_a < 2 or n_b < 2:
         return None
-    va, vb = a.stdev**2 / len(a.runs), b.stdev**2 / len(b.runs)
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
     se2 = va + vb
     if se2 == 0:
         return 0.0
-    dfs = [len(r.runs) - 1 for r in (a, b)]
-    df = se2**2 / (va**2 / dfs[0] + vb**2 / dfs[1])
+    df = se2**2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     return t95(max(1, math.floor(df))) * math.sqrt(se2)

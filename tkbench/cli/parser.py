@@ -221,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=number(0, 1000, unit=" %"),
         metavar="PCT",
         help="fail (exit 1) when a headline number is worse than the baseline by "
-        "more than PCT %% (0 turns the check off; default: the profile's "
+        "more than PCT %% (a volume benchmark's figure: and by more than its runs' "
+        "noise; 0 turns the check off; default: the profile's "
         "acceptance.regression_threshold)",
     )
     p.set_defaults(func=cmd_run)
