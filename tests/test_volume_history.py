@@ -409,6 +409,10 @@ def test_the_regression_check_of_a_night_covers_its_volume_figures(
     from tkbench.checks import FigureRuns, run_figure_runs, volume_regression_checks
     from tkbench.runs import finish_checks
 
+    # the volume is one "drive" of the history: its filesystem's UUID is its serial
+    serials = {load_run(runs[n]).manifest.target.ident("serial") for n in ("copy1", "copy2")}
+    (serial,) = serials
+    assert serial.startswith("UUID=") and len(serial) == len("UUID=") + 36
     db = tmp_path / "h.sqlite"
     assert cli.main(["history", "import", "--history", str(db), str(runs["copy1"])]) == 0
     night = tmp_path / "copy2"

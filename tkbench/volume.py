@@ -110,6 +110,21 @@ def _mount(st_dev: int) -> dict[str, str]:
     return {"mount_point": "unknown", "filesystem": "unknown", "source": "unknown"}
 
 
+def volume_serial(mount: dict[str, str]) -> str:
+    """What tells this filesystem from another of its kind, as a drive's serial does
+    (the history's runs of "the same drive", the dashboard's lines): its UUID when
+    its device has one, else its source and mount point."""
+    source = mount.get("source", "unknown")
+    if source.startswith("/dev/"):
+        from .device._common import try_run
+
+        done, _ = try_run(["blkid", "-p", "-o", "value", "-s", "UUID", source], 10.0)
+        uuid = done.stdout.strip() if done is not None and done.returncode == 0 else ""
+        if uuid and len(uuid) <= 64 and uuid.isprintable():
+            return f"UUID={uuid}"
+    return f"{source} at {mount.get('mount_point', 'unknown')}"
+
+
 def probe_direct_io(directory: Path) -> bool | None:
     """Whether the filesystem takes O_DIRECT: an unnamed temporary file (O_TMPFILE,
     gone when closed, never visible in the directory) opened with O_DIRECT.  None when
@@ -279,7 +294,7 @@ def open_volume(spec: str, path: Path) -> VolumeTarget:
         "kind": "volume",
         "path": str(resolved),
         "model": f"{mount['filesystem']} volume",
-        "serial": "unknown",
+        "serial": volume_serial(mount),
         "firmware": "unknown",
         "capacity_bytes": capacity,
         "free_bytes": free,
