@@ -604,3 +604,60 @@ def test_the_dashboard_is_documented(capsys: pytest.CaptureFixture[str]) -> None
     checkout = Path(__file__).resolve().parents[1]
     assert "tkbench dashboard" in (checkout / "README.md").read_text()
     assert "## Dashboard" in (checkout / "docs" / "automation.md").read_text()
+
+
+def _night(started: float, mean: float, stdev: float) -> Entry:
+    """A copy benchmark's night on volume V: no headline numbers, one figure kept with
+    the spread of its three runs (as the history's volume column keeps it)."""
+    fig = {"value": mean, "unit": "MB/s", "mean_abs_dev_pct": 1.0, "stdev": stdev, "runs": 3}
+    return Entry(
+        run_dir=f"/nonexistent/copy-{started}",
+        started=started,
+        ended=started + 1,
+        status="complete",
+        profile="copy",
+        host="h",
+        target="/mnt/v",
+        model="Volume",
+        serial="V",
+        firmware="ext4",
+        capacity=1,
+        headline={},
+        checks=None,
+        volume={"copy iso.random.mb_s": fig},
+    )
+
+
+@pytest.mark.chromium
+def test_volume_figures_get_a_trend_and_regressions_beyond_their_noise(
+    tmp_path: Path, page: Page
+) -> None:
+    """Three nights of three runs: a 20 % drop within the runs' noise (standard
+    deviations 10 and 2: Welch's half width t(2) x 5.888 = 25.3 %), then a 30 % drop
+    beyond it (2 and 2: t(4) x 1.633 = 5.7 % of 80)."""
+
+    class Nights:
+        location = "nights"
+
+        def entries(self) -> list[Entry]:
+            return [_night(T0, 100, 10), _night(T0 + DAY, 80, 2), _night(T0 + 2 * DAY, 56, 2)]
+
+    built = build_site(Nights(), tmp_path / "site", threshold=5)  # type: ignore[arg-type]
+    assert built.runs == 3
+    load(page, tmp_path / "site" / page_name("Volume", "ext4"), "volume-nights")
+    assert texts(page, "figure.trend figcaption") == ["copy: iso.random (MB/s), higher is better"]
+    points = page.evaluate(
+        "Array.from(document.querySelectorAll('figure.trend svg a.point'), a => a.dataset.value)"
+    )
+    assert points == ["100.0", "80.00", "56.00"]
+    marked = page.evaluate(
+        "Array.from(document.querySelectorAll('figure.trend svg a.point.regression'),"
+        " a => a.dataset.value)"
+    )
+    assert marked == ["56.00"]
+    runs = table(page, "table.runs")
+    assert [r["copy iso.random.mb_s"] for r in runs] == ["56.00", "80.00", "100.0"]
+    assert runs[0]["Regressions"].startswith("1 regression")
+    assert "-30.0 % against the run of 2026-11-24 07:00 UTC" in runs[0]["Regressions"]
+    assert runs[1]["Regressions"] == "none"  # -20 %: within the noise
+    assert "noise ±5.7 %" in runs[0]["Regressions"]

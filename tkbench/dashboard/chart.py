@@ -104,7 +104,7 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
     on its page (the same serial has the same colour in every chart of the page)."""
     runs = [r for s in trend.series for r in s.runs]
     times = [r.entry.started or 0.0 for r in runs]
-    values = [r.entry.headline[trend.key] for r in runs]
+    values = [r.numbers[trend.key] for r in runs]
     t0, t1 = (min(times), max(times)) if times else (0.0, 1.0)
     if t1 - t0 < 600:  # one run, or runs moments apart: an hour around them
         t0, t1 = t0 - 1800, t1 + 1800
@@ -135,7 +135,7 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
     for s in trend.series:
         points = []
         for r in s.runs:
-            v = r.entry.headline[trend.key]
+            v = r.numbers[trend.key]
             regression = trend.key in r.regressed
             failed = r.acceptance == "FAIL"
             incomplete = r.entry.status != "complete"

@@ -2,12 +2,14 @@
 whether a run's report is reachable from the site's directory).
 
 Pages: one per drive model and firmware (:class:`ModelPage`), its runs grouped by
-profile (:class:`ProfileSection`: a chart per headline number, a line per serial);
+profile (:class:`ProfileSection`: a chart per headline number and per volume
+benchmark figure, a line per serial);
 the index lists every drive (model and serial, :class:`DriveRow`) with its latest
 run.  Regressions are the regression check of ``tkbench run`` (:func:`tkbench.checks.
 regression_checks`) against the baseline that check would have used
 (:func:`tkbench.history.baseline_of`: the previous complete run of the same drive
-and profile), with the dashboard's threshold; acceptance failures are the failed
+and profile), with the dashboard's threshold -- for a volume figure, beyond its runs'
+noise too (:func:`tkbench.checks.volume_regression_checks`); acceptance failures are the failed
 checks the run was indexed with (steady state, criteria).
 """
 
@@ -25,7 +27,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..analysis import better_is_higher
-from ..checks import regression_checks
+from ..analysis.volfigures import unit_of
+from ..checks import history_figure_runs, regression_checks, volume_regression_checks
 from ..history import Entry, baseline_of
 from ..vocab import metric
 
@@ -110,6 +113,12 @@ class RunView:
     @property
     def regressed(self) -> set[str]:
         return {r.key for r in self.regressions}
+
+    @property
+    def numbers(self) -> dict[str, float]:
+        """Its headline numbers and its volume figures (keyed ``"TEST NAME"``)."""
+        figures = history_figure_runs(self.entry.volume)
+        return {**self.entry.headline, **{k: f.mean for k, f in figures.items()}}
 
     @property
     def verdict(self) -> str:
@@ -197,7 +206,13 @@ def page_name(model: str, firmware: str) -> str:
 
 
 def _title(key: str) -> tuple[str, str]:
-    """``"iops: iops 4k 0/100"`` -> (``"iops: IOPS, 4k 0/100"``, ``"IOPS"``)."""
+    """``"iops: iops 4k 0/100"`` -> (``"iops: IOPS, 4k 0/100"``, ``"IOPS"``); a volume
+    figure ``"copy iso.random.mb_s"`` -> (``"copy: iso.random"``, ``"MB/s"``)."""
+    if ": " not in key:
+        test, _, name = key.partition(" ")
+        unit = unit_of(name)
+        if unit:
+            return f"{test}: {name.rsplit('.', 1)[0] if '.' in name else name}", unit
     test, _, rest = key.partition(": ")
     name, _, point = rest.partition(" ")
     try:
@@ -262,8 +277,11 @@ def _view(
             state = "no baseline"
         else:
             baseline = when(base.started)
+            label = f"the run of {baseline}"
             checks = regression_checks(
-                _known(e.headline), _known(base.headline), threshold, f"the run of {baseline}"
+                _known(e.headline), _known(base.headline), threshold, label
+            ) + volume_regression_checks(
+                history_figure_runs(e.volume), history_figure_runs(base.volume), threshold, label
             )
             regressions = tuple(
                 Regression(c.name.removeprefix("regression: "), c.message)
@@ -292,7 +310,7 @@ def _start(v: RunView) -> tuple[bool, float, str]:
 def _section(profile: str, views: list[RunView]) -> ProfileSection:
     keys: dict[str, None] = {}
     for v in sorted(views, key=_start):
-        keys.update(dict.fromkeys(v.entry.headline))
+        keys.update(dict.fromkeys(v.numbers))
     serials = sorted({v.entry.serial for v in views})
     trends = []
     for key in keys:
@@ -303,7 +321,7 @@ def _section(profile: str, views: list[RunView]) -> ProfileSection:
                 for v in sorted(views, key=_start)
                 if v.entry.serial == serial
                 and v.entry.started is not None
-                and math.isfinite(v.entry.headline.get(key, math.nan))
+                and math.isfinite(v.numbers.get(key, math.nan))
             )
             if runs:
                 series.append(Series(serial, runs))
