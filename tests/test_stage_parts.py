@@ -15,8 +15,10 @@ import pytest
 from tests._helpers import FAST
 from tkbench.analysis.conformance import judge_run
 from tkbench.errors import Interrupted
+from tkbench.report import analysis as report_analysis
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
+from tkbench.summary import format_summary, run_summary
 
 pytestmark = pytest.mark.fio
 
@@ -79,6 +81,18 @@ def test_a_resumed_stage_runs_the_part_before_the_break_again(tmp_path: Path) ->
     assert not (tmp_path / "run/tests/xsr/rounds/0001.json").exists()
     first = (parts / "01.json").read_bytes()
     second = json.loads((parts / "02.json").read_text())
+    # what was kept is told: show (text and JSON) and the report's status line
+    interrupted = load_run(tmp_path / "run").test("xsr")
+    assert interrupted.parts == 2 and not interrupted.rounds
+    shown = run_summary(load_run(tmp_path / "run"))
+    (xsr,) = [t for t in shown["tests"] if t["name"] == "xsr"]
+    assert (xsr["parts_stored"], xsr["parts"], xsr["status"]) == (2, 3, "running or interrupted")
+    assert "2 of 3 parts of its round stored (a resume goes on from them)" in format_summary(shown)
+    _, line = report_analysis.test_status(interrupted, "interrupted", "")
+    assert line == (
+        "INTERRUPTED before the test finished; 0 complete rounds shown "
+        "(2 of 3 parts of its round stored, kept for a resume)."
+    )
 
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
     assert manifest.status == "complete"

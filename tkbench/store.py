@@ -154,6 +154,14 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
 
 
+def _count_parts(d: Path) -> int:
+    """How many parts of a stage run in parts are stored (``01.json``, ``02.json``, ...)."""
+    n = 0
+    while (d / f"{n + 1:02d}.json").is_file():
+        n += 1
+    return n
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
@@ -192,6 +200,8 @@ class TestData:
     health_after: Mapping[str, Any] | None = None
     # histogram.json: the response-time histogram phase after the rounds, if it ran
     response_histogram: ResponseHistogram | None = None
+    # a stage run in parts whose round is not yet formed: how many parts are stored
+    parts: int = 0
 
     @property
     def finished(self) -> bool:
@@ -465,6 +475,7 @@ def load_run(root: Path) -> RunData:
                 health_before=_read_health(d / "health-before.json"),
                 health_after=_read_health(d / "health-after.json"),
                 response_histogram=_read_optional(d / "histogram.json", ResponseHistogram),
+                parts=0 if rounds else _count_parts(rdir / f"{1:04d}{PARTS_SUFFIX}"),
             )
         )
     return RunData(

@@ -32,7 +32,8 @@ def test_summary(t: TestData) -> dict[str, Any]:
         for label in tracking:
             if label in r.tracking:
                 tracking[label].append(r.tracking[label])
-    status = "complete" if t.finished else ("running or interrupted" if t.rounds else "started")
+    under_way = t.rounds or t.parts
+    status = "complete" if t.finished else ("running or interrupted" if under_way else "started")
     out: dict[str, Any] = {
         "name": t.name,
         "title": plan.title or t.name,
@@ -48,6 +49,9 @@ def test_summary(t: TestData) -> dict[str, Any]:
         "purge": dump(t.purge) if t.purge is not None else None,
         "total_written_bytes": int(t.rounds[-1].total_written_bytes) if t.rounds else 0,
     }
+    if t.parts:  # a stage run in parts, interrupted: what a resume goes on from
+        out["parts_stored"] = t.parts
+        out["parts"] = len(plan.points)
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
     states = states_of(((p.cache, p.role) for p in plan.points), plan.workload.direct)
@@ -204,6 +208,11 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(
             f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
         )
+        if t.get("parts_stored"):
+            lines.append(
+                f"  {t['parts_stored']} of {t['parts']} parts of its round stored "
+                "(a resume goes on from them)"
+            )
         heat = t.get("temperature") or {}
         for e in heat.get("events", []) if heat.get("throttled_in_window") else []:
             if e["in_window"]:

@@ -54,6 +54,8 @@ def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
         return COMPLETE, "complete"
     n = len(t.rounds)
     have = f"{n} complete round{'s' if n != 1 else ''} shown"
+    if t.parts:
+        have += f" ({t.parts} of {len(t.plan.points)} parts of its round stored, kept for a resume)"
     if run_status == "failed":
         why = f": {error}" if error else ""
         return FAILED, f"FAILED{why}. {have}."
