@@ -14,6 +14,7 @@ import pytest
 
 from tests._helpers import FAST, TWO_IOPS_ROUNDS
 from tkbench.cli import main
+from tkbench.device import owndata
 from tkbench.report import build_report
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
@@ -87,6 +88,8 @@ def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
     assert all(p.iops > 0 for p in t.rounds[0].points)
     # the client output carries the host banner: proof the server ran the jobs
     assert "<" in (out / "tests/iops/rounds/0001.out").read_text().splitlines()[0]
+    # fio wrote the server's file, not (necessarily) this host's: no mark of own data
+    assert owndata.left_by_tkbench(str(tmp_path / "t.img")) is None
 
 
 def test_two_fio_servers_keep_each_hosts_share(

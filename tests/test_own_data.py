@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,9 +19,10 @@ import pytest
 from fakes import helpers
 from fakes.helpers import LoopDevices
 
-from tests._helpers import TWO_IOPS_ROUNDS, sets
+from tests._helpers import TWO_IOPS_ROUNDS, merged, sets
 from tkbench import cli
 from tkbench.device import check_target, owndata
+from tkbench.device.safety import signature_pairs
 from tkbench.errors import SafetyError
 
 MiB = 1 << 20
@@ -55,8 +57,9 @@ def test_a_signature_in_marked_data_is_told_not_refused(tmp_path: Path) -> None:
     size = 32 * MiB  # beyond both spans: the middle is not in the digest
     img = _random_file(tmp_path / "t.img", size)
     _form_jmicron(img, size)
-    mark = owndata.keep_mark(str(img), "/runs/night-1", "2026-11-23T01:30:00Z")
+    mark = owndata.keep_mark(str(img), "/runs/night-1", "2026-11-23T01:30:00Z", signature_pairs)
     assert mark is not None and mark.size == size
+    assert mark.signatures == (("jmicron_raid_member", size - 512),)
     guarded = check_target(img)
     assert len(guarded.notes) == 1 and not guarded.forced
     assert "jmicron_raid_member signature at 0x1fffe00" in guarded.notes[0]
@@ -78,7 +81,9 @@ def test_a_signature_in_marked_data_is_told_not_refused(tmp_path: Path) -> None:
 
 def test_a_filesystem_made_after_the_run_is_refused_again(tmp_path: Path) -> None:
     img = _random_file(tmp_path / "t.img", 16 * MiB)
-    assert owndata.keep_mark(str(img), "/runs/a", "2026-11-23T01:30:00Z") is not None
+    assert (
+        owndata.keep_mark(str(img), "/runs/a", "2026-11-23T01:30:00Z", signature_pairs) is not None
+    )
     check_target(img)  # marked, and no signature anyway
     helpers.run(["mkfs.ext4", "-q", "-F", str(img)])
     with pytest.raises(SafetyError, match=r"filesystem signature \(ext4\)"):
@@ -86,7 +91,9 @@ def test_a_filesystem_made_after_the_run_is_refused_again(tmp_path: Path) -> Non
 
 
 def test_coverage_of_a_mark() -> None:
-    big = owndata.Mark("d", 1 << 40, "/dev/x", "/runs/r", "t")
+    big = owndata.Mark("d", 1 << 40, "/dev/x", "/runs/r", "t", (("gpt", 0x200),))
+    assert big.vouches("gpt", 0x200) and not big.vouches("gpt", 0x400)
+    assert not big.vouches("ext4", 0x200) and not big.vouches("gpt", None)
     assert big.covers(0x438)  # ext4's magic
     assert big.covers((1 << 40) - 512)  # the last sector (JMicron, GPT backup)
     assert not big.covers(1 << 39)  # the middle is not in the digest
@@ -100,10 +107,10 @@ def test_a_new_mark_replaces_the_old_one_of_the_same_target(tmp_path: Path) -> N
     where = tmp_path / "marks"
     img = _random_file(tmp_path / "t.img", 4 * MiB)
     other = _random_file(tmp_path / "u.img", 4 * MiB)
-    first = owndata.keep_mark(str(img), "/runs/1", "t1", where)
-    owndata.keep_mark(str(other), "/runs/x", "t1", where)
+    first = owndata.keep_mark(str(img), "/runs/1", "t1", signature_pairs, where)
+    owndata.keep_mark(str(other), "/runs/x", "t1", signature_pairs, where)
     _random_file(img, 4 * MiB)
-    second = owndata.keep_mark(str(img), "/runs/2", "t2", where)
+    second = owndata.keep_mark(str(img), "/runs/2", "t2", signature_pairs, where)
     assert first is not None and second is not None and first.digest != second.digest
     kept = sorted(json.loads(p.read_text())["run"] for p in where.glob("*.json"))
     assert kept == ["/runs/2", "/runs/x"]
@@ -134,7 +141,7 @@ def test_a_marked_block_device(loops: LoopDevices) -> None:
     _form_jmicron(dev, size)
     with pytest.raises(SafetyError, match="jmicron_raid_member"):
         check_target(dev)
-    assert owndata.keep_mark(dev, "/runs/loop", "t") is not None
+    assert owndata.keep_mark(dev, "/runs/loop", "t", signature_pairs) is not None
     assert "jmicron_raid_member" in check_target(dev).notes[0]
 
 
@@ -162,7 +169,7 @@ def test_the_next_run_goes_on_over_a_signature_its_own_data_formed(tmp_path: Pat
     # the run's random data formed the two bytes (written here: fio's data cannot be
     # chosen), and the mark is what the run would have kept over that data
     _form_jmicron(img, 16 * MiB)
-    assert owndata.keep_mark(str(img), mark.run, mark.written) is not None
+    assert owndata.keep_mark(str(img), mark.run, mark.written, signature_pairs) is not None
     assert _run(tmp_path, "second") == 0
     assert "jmicron_raid_member signature at 0xfffe00" in _log(tmp_path / "second")
     assert "not refused" in _log(tmp_path / "second")
@@ -186,3 +193,104 @@ def test_a_run_forced_over_a_filesystem_keeps_no_mark(tmp_path: Path) -> None:
     assert "overridden by --force: t.img holds a filesystem signature (ext4)" in _log(
         tmp_path / "forced"
     )
+
+
+# --------------------------------------------------------------------------- what a mark is not
+
+
+def test_a_signature_the_mark_did_not_list_is_refused(tmp_path: Path) -> None:
+    """A newer libblkid may find a signature in bytes an older one passed: the mark
+    vouches only for what the probe saw when the run ended (here the probe saw none)."""
+    img = _random_file(tmp_path / "t.img", 16 * MiB)
+    _form_jmicron(img, 16 * MiB)
+    assert owndata.keep_mark(str(img), "/runs/old", "t", lambda _p: []) is not None
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(img)
+
+
+def _marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.setenv("TKBENCH_STATE", str(tmp_path / "state"))  # this test's marks only
+    img = _random_file(tmp_path / "t.img", 16 * MiB)
+    _form_jmicron(img, 16 * MiB)
+    assert owndata.keep_mark(str(img), "/runs/r", "t", signature_pairs) is not None
+    assert check_target(img).notes
+    return img, owndata.state_dir()
+
+
+def test_marks_others_may_write_are_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    img, where = _marked(tmp_path, monkeypatch)
+    where.chmod(0o777)  # anyone could have planted a mark there
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(img)
+    where.chmod(0o755)
+    (mark,) = where.glob("*.json")
+    mark.chmod(0o666)
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(img)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"digest": "D", "size": "x", "target": "t", "run": "r", "written": "w", "signatures": []}',
+        "[" * 100_000 + "]" * 100_000,
+        "not json",
+        "fifo",
+    ],
+)
+def test_a_corrupt_mark_is_no_mark_and_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    img, where = _marked(tmp_path, monkeypatch)
+    (mark,) = where.glob("*.json")
+    text = mark.read_text()
+    mark.unlink()
+    if content == "fifo":
+        os.mkfifo(mark)  # would block a plain read for ever
+    else:
+        mark.write_text(content.replace('"D"', json.dumps(json.loads(text)["digest"])))
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(img)
+
+
+def test_keeping_a_mark_never_raises_or_hangs(tmp_path: Path) -> None:
+    img = _random_file(tmp_path / "t.img", 4 * MiB)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    # a state directory that cannot be made: no mark, no exception
+    assert owndata.keep_mark(str(img), "/r", "t", signature_pairs, blocker / "written") is None
+    # a target that does not answer in time (a hung drive): no mark after the timeout
+
+    def stuck(_path: str) -> list[tuple[str, int | None]]:
+        time.sleep(5)
+        return []
+
+    began = time.monotonic()
+    assert owndata.keep_mark(str(img), "/r", "t", stuck, tmp_path / "m", timeout=0.2) is None
+    assert time.monotonic() - began < 4  # a bound, not a timing: it did not wait for it
+    assert owndata.keep_mark(str(tmp_path / "missing.img"), "/r", "t", signature_pairs) is None
+
+
+@pytest.mark.fio
+def test_a_run_that_wrote_nothing_keeps_no_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tkbench.errors import Interrupted
+    from tkbench.runs import RunRequest, start
+
+    monkeypatch.setenv("TKBENCH_STATE", str(tmp_path / "state"))
+    img = _random_file(tmp_path / "t.img", 16 * MiB)
+    request = RunRequest(
+        profile="quick",
+        target=str(img),
+        out=tmp_path / "run",
+        assume_yes=True,
+        overrides=merged(*TWO_IOPS_ROUNDS),
+        stop=lambda: True,  # stopped before its first purge
+    )
+    with pytest.raises(Interrupted):
+        start(request)
+    assert owndata.left_by_tkbench(str(img)) is None
+    assert not list(owndata.state_dir().glob("*.json"))

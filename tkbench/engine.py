@@ -193,6 +193,9 @@ class Engine:
         self.store = store
         self.progress = progress or NullProgress()
         self.options = options or EngineOptions()
+        # whether this engine has begun to write the target (a purge or a fio run
+        # started): only then is the data the run leaves tkbench's (runs._execute)
+        self.wrote = False
 
     # ------------------------------------------------------------------ run
     def run(self) -> Manifest:
@@ -339,6 +342,7 @@ class Engine:
         self.progress.event("phase", test=test, phase="purge")
         t0 = time.time()
         profile = self.plan.profile
+        self.wrote = True
         try:
             record = self.target.purge(profile.purge.method, profile.purge.allow_fallback)
         except DeviceError as exc:
@@ -435,6 +439,7 @@ class Engine:
 
         on_line = StatusStream(labels, show).feed
         try:
+            self.wrote = True
             run = self.runner.run(
                 path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
             )
@@ -758,6 +763,7 @@ class Engine:
         workdir, path = self._jobfile(text)
         timeout = shift + test.round_seconds + self.options.fio_timeout_margin
         try:
+            self.wrote = True
             process = self.runner.start(
                 path, workdir, json_plus=test.spec.histogram, timeout=timeout
             )

@@ -216,14 +216,19 @@ def _execute(
     _log_to(target, store)
     # what the target needs while the run runs (a volume's working directory) goes
     # however the run ends
+    engine = Engine(plan, target, runner, store, progress, options)
     try:
         with target.workspace(store.root):
-            return Engine(plan, target, runner, store, progress, options).run()
+            return engine.run()
     finally:
-        # the data the run leaves is tkbench's, however the run ended -- unless it
-        # was forced over someone's (a remnant of theirs never becomes tkbench's)
-        if not guarded.forced:
-            target.keep_mark(str(store.root.absolute()), timestamp())
+        # the data the run leaves is tkbench's, however the run ended -- if it wrote
+        # this host's target, and was not forced over someone's data (a remnant of
+        # theirs never becomes tkbench's)
+        if engine.wrote and not guarded.forced and not runner.hosts:
+            try:
+                target.keep_mark(str(store.root.absolute()), timestamp())
+            except Exception as exc:  # never the run's outcome: it is told, not raised
+                store.log(f"no mark of the data left on the target: {exc}")
 
 
 def _log_guarded(guarded: Guarded, store: RunStore) -> None:

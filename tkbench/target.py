@@ -85,8 +85,9 @@ class Target:
         for signatures; the other kinds are not."""
         if self.marks_own_data:
             from .device import owndata
+            from .device.safety import signature_pairs
 
-            owndata.keep_mark(self.path, run, when)
+            owndata.keep_mark(self.path, run, when, signature_pairs)
 
     def confirm(
         self,

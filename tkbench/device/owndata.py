@@ -6,20 +6,26 @@ the last sector for a JMicron RAID member: one run in 65,536 that rewrites that
 sector leaves one, and the next night's run would refuse the drive for "holding"
 it.  Weakening the signature check is no answer; knowing tkbench's own data is.
 
-When a run ends (however it ends), a *mark* is kept of the bytes every signature
-probe reads: the target's size and a SHA-256 of its first and last
-:data:`SPAN` bytes.  The next check of the target computes the same digest: if
-a mark with that digest exists, nothing has changed those bytes since tkbench
-wrote them, and a signature found inside them is tkbench's random data, not a
-filesystem, partition table or RAID member someone made.  A single changed byte
-in either span (a ``mkfs``, ``wipefs``, a new partition table) and the digest no
-longer matches: the check refuses as before.
+When a run that wrote to its target ends (however it ends), a *mark* is kept: the
+target's size, a SHA-256 of its first and last :data:`SPAN` bytes (the bytes every
+signature probe reads) and the signatures -- type and offset -- that the probe
+finds in them at that moment.  The next check of the target computes the digest
+again.  A signature is tkbench's own only if a mark with that digest exists *and*
+lists that very signature at that offset inside the spans: then the bytes it lies
+in are exactly as tkbench's run left them, and that run saw it there.  A single
+changed byte in either span (a ``mkfs``, ``wipefs``, a new partition table), a
+signature the mark does not list (one that a newer libblkid finds in the same
+bytes), one outside the spans or without an offset: the check refuses as before.
 
 A mark is kept only for a run whose start found no signature it had to be forced
-over (``--force``): the remnant of someone's filesystem never becomes tkbench's.
+over (``--force``) -- the remnant of someone's filesystem never becomes tkbench's
+-- that wrote to the target (a purge or a fio run started), and whose fio wrote
+this host's target (not a fio server's).
 
-Marks live in :func:`state_dir`, one small JSON file per digest, the older mark
-of the same target removed when a new one is written.
+Marks live in :func:`state_dir`, one small JSON file per digest, the older mark of
+the same target removed when a new one is written.  They are believed only from a
+directory and files owned by this user (or root) that nobody else may write: a
+mark is a licence to write over a signature.
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # the bytes at each end a mark covers: beyond every superblock, label and
@@ -38,6 +47,10 @@ SPAN = 8 << 20
 # a signature this close to a span's inner edge may reach beyond it: not covered
 _EDGE = 64 << 10
 SYSTEM_DIR = Path("/var/lib/tkbench/written")  # root's marks, beside its history
+# reading 16 MiB of a target takes well under a second; a drive that does not answer
+# in this long (a hung device after an interrupt) gets no mark rather than a hang
+KEEP_TIMEOUT = 60.0
+_MAX_MARK = 1 << 20  # bytes: a mark file larger than this is no mark of tkbench's
 
 
 def state_dir() -> Path:
@@ -61,6 +74,8 @@ class Mark:
     target: str  # the path the run wrote
     run: str  # the run directory
     written: str  # when the mark was kept (ISO 8601)
+    # the signatures the probe found in the spans when the mark was kept
+    signatures: tuple[tuple[str, int], ...] = ()
 
     def covers(self, offset: int) -> bool:
         """Whether a signature at ``offset`` lies inside the bytes the mark covers."""
@@ -70,18 +85,22 @@ class Mark:
             return True  # the digest took all of it
         return offset < SPAN - _EDGE or offset >= self.size - SPAN
 
-
-def _size_of(fd: int) -> int:
-    return os.lseek(fd, 0, os.SEEK_END)
+    def vouches(self, kind: str, offset: int | None) -> bool:
+        """Whether the signature ``kind`` at ``offset`` is one tkbench's run left: in
+        the digested bytes, and seen there when the mark was kept."""
+        return offset is not None and self.covers(offset) and (kind, offset) in self.signatures
 
 
 def digest(path: str) -> tuple[str, int]:
     """SHA-256 of ``path``'s size and its first and last :data:`SPAN` bytes (the
     whole of it when smaller), and the size.  Raises :class:`OSError`."""
     h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        size = _size_of(fd)
+        size = os.lseek(fd, 0, os.SEEK_END)
+        # what the device holds, not pages cached before a passthrough purge
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         h.update(size.to_bytes(8, "little"))
         spans = [(0, min(SPAN, size))]
         if size > SPAN:
@@ -104,51 +123,121 @@ def _mark_file(where: Path, hexdigest: str) -> Path:
     return where / f"{hexdigest}.json"
 
 
-def left_by_tkbench(path: str, where: Path | None = None) -> Mark | None:
-    """The mark of the run whose data ``path`` still holds at both ends, if any."""
-    try:
-        hexdigest, _ = digest(path)
-        raw = json.loads(_mark_file(where or state_dir(), hexdigest).read_text("utf-8"))
-        mark = Mark(**{k: raw[k] for k in Mark.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return mark if mark.digest == hexdigest else None
+def _trusted(st: os.stat_result) -> bool:
+    """Owned by this user or root, and writable by nobody else."""
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def keep_mark(path: str, run: str, when: str, where: Path | None = None) -> Mark | None:
-    """Keep the mark of the data a run leaves on ``path``; remove the older mark of
-    the same target.  Returns None (and keeps nothing) when ``path`` cannot be read
-    or the state directory cannot be written: the next run then checks as if there
-    were no mark."""
-    where = where or state_dir()
+def _read_mark(path: Path) -> dict[str, object] | None:
+    """A mark file's JSON object, if the file is a trusted regular file (a FIFO, a link,
+    a file others may write or a huge one is no mark)."""
     try:
-        hexdigest, size = digest(path)
-        where.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    target = os.path.realpath(path)
-    mark = Mark(hexdigest, size, target, run, when)
-    _drop_marks_of(where, target, keep=hexdigest)
-    fd, tmp = tempfile.mkstemp(dir=where, prefix=".mark-", suffix=".json")
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _trusted(st) or st.st_size > _MAX_MARK:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = json.loads(fh.read(_MAX_MARK))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
+
+
+def _mark_of(raw: dict[str, object]) -> Mark | None:
+    """A :class:`Mark` from its JSON object, every field of its type, or None."""
+    texts = [raw.get(k) for k in ("digest", "target", "run", "written")]
+    size, sigs = raw.get("size"), raw.get("signatures")
+    if not all(isinstance(t, str) for t in texts) or type(size) is not int:
+        return None
+    if not isinstance(sigs, list) or not all(
+        isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and type(s[1]) is int
+        for s in sigs
+    ):
+        return None
+    d, target, run, written = (str(t) for t in texts)
+    return Mark(d, size, target, run, written, tuple((str(s[0]), int(s[1])) for s in sigs))
+
+
+def left_by_tkbench(path: str, where: Path | None = None) -> Mark | None:
+    """The mark of the run whose data ``path`` still holds at both ends, if any."""
+    where = where or state_dir()
+    try:
+        if not _trusted(os.stat(where)):
+            return None
+        hexdigest, size = digest(path)
+    except OSError:
+        return None
+    raw = _read_mark(_mark_file(where, hexdigest))
+    mark = _mark_of(raw) if raw is not None else None
+    if mark is None or mark.digest != hexdigest or mark.size != size:
+        return None
+    return mark
+
+
+def keep_mark(
+    path: str,
+    run: str,
+    when: str,
+    probe: Callable[[str], Sequence[tuple[str, int | None]]],
+    where: Path | None = None,
+    timeout: float = KEEP_TIMEOUT,
+) -> Mark | None:
+    """Keep the mark of the data a run leaves on ``path`` with the signatures ``probe``
+    finds on it now (type and offset); remove the older mark of the same target.
+    Returns None (and keeps nothing) when ``path`` cannot be read within ``timeout``
+    seconds or the state directory cannot be written: the next run then checks as if
+    there were no mark.  Never raises for what the target or the directory do."""
+    where = where or state_dir()
+    found: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+
+    def measure() -> None:
+        with contextlib.suppress(OSError):
+            hexdigest, size = digest(path)
+            seen = tuple(sorted((k, o) for k, o in probe(path) if o is not None))
+            found.append((hexdigest, size, seen))
+
+    worker = threading.Thread(target=measure, name="tkbench-mark", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not found:
+        return None  # unreadable, or still reading: no mark rather than a hang
+    hexdigest, size, seen = found[0]
+    target = os.path.realpath(path)
+    mark = Mark(hexdigest, size, target, run, when, tuple(s for s in seen if _covered(size, s)))
+    tmp = None
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o755)
+        if not _trusted(os.stat(where)):
+            return None
+        _drop_marks_of(where, target, keep=hexdigest)
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=".mark-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(mark.__dict__, fh, indent=1)
+            json.dump(asdict(mark), fh, indent=1)
             fh.write("\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, _mark_file(where, hexdigest))
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         return None
     return mark
+
+
+def _covered(size: int, sig: tuple[str, int]) -> bool:
+    return Mark("", size, "", "", "").covers(sig[1])
 
 
 def _drop_marks_of(where: Path, target: str, keep: str) -> None:
     for old in where.glob("*.json"):
         if old.stem == keep:
             continue
-        try:
-            if json.loads(old.read_text("utf-8")).get("target") == target:
+        raw = _read_mark(old)
+        if raw is not None and raw.get("target") == target:
+            with contextlib.suppress(OSError):
                 old.unlink()
-        except (OSError, ValueError, AttributeError):
-            continue

@@ -454,6 +454,13 @@ def _offset(value: object) -> int | None:
         return None
 
 
+def signature_pairs(path: str) -> list[tuple[str, int | None]]:
+    """The signatures on ``path`` as (type, offset) pairs (none when the tools could
+    not tell): what a mark of tkbench's own data records (:mod:`.owndata`)."""
+    found, _ = signatures(path)
+    return [(s.type, s.offset) for s in found]
+
+
 def _signature_reasons(spath: str, label: str) -> list[Refusal]:
     found, problem = signatures(spath)
     if problem:
@@ -470,7 +477,7 @@ def _signature_reasons(spath: str, label: str) -> list[Refusal]:
     out: list[Refusal] = []
     for kind in dict.fromkeys(s.type for s in found):
         offsets = [s.offset for s in found if s.type == kind]
-        if mark is not None and all(o is not None and mark.covers(o) for o in offsets):
+        if mark is not None and all(mark.vouches(kind, o) for o in offsets):
             where = ", ".join(f"{o:#x}" for o in offsets if o is not None)
             out.append(
                 Refusal(
