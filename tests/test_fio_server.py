@@ -183,3 +183,25 @@ def test_the_histogram_phase_sends_no_hooks_to_a_fio_server(
     assert "exec_prerun" not in phase and "exec_postrun" not in phase
     rec = load_run(out).test("latency").response_histogram
     assert rec is not None and rec.point.write.bins_ns
+
+
+def test_a_long_stage_runs_as_one_fio_run_on_fio_servers(tmp_path: Path, fio_server: str) -> None:
+    """Parts follow each other closely only by tkbench's hand-off, which a fio server's
+    host does not run: there the stage is one fio run, as before parts existed."""
+    only_xsr = [f"tests.{t}.enabled=false" for t in ("iops", "throughput", "latency", "wsat")]
+    only_xsr += [f"tests.{t}.enabled=false" for t in ("hir", "cbw", "dirth")]
+    out, manifest = start(
+        RunRequest(
+            profile="quick",
+            target=str(tmp_path / "t.img"),
+            size=16 << 20,
+            out=tmp_path / "run",
+            assume_yes=True,
+            fio_servers=[fio_server],
+            overrides=[*FAST, *only_xsr],
+        )
+    )
+    assert manifest.status == "complete"
+    xsr = load_run(out).test("xsr")
+    assert xsr.parts == 0 and not (out / "tests/xsr/rounds/0001.parts").exists()
+    assert len(xsr.rounds) == 1 and len(xsr.rounds[0].points) == 3

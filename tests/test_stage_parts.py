@@ -96,37 +96,83 @@ def test_a_resumed_stage_runs_the_part_before_the_break_again(tmp_path: Path) ->
 
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
     assert manifest.status == "complete"
-    # part 1 kept as it was; part 2 set aside and run again, directly before part 3
+    # parts 1 and 2 stand as they were; part 2 ran again as a lead-in, kept beside them
     assert (parts / "01.json").read_bytes() == first
-    again = json.loads((parts / "02.json").read_text())
-    assert again["started"] > second["ended"]
-    assert [p.name for p in parts.glob("discarded-*-02.json")]
-    assert (parts / "03.json").exists()
+    assert json.loads((parts / "02.json").read_text()) == second
+    (lead_in,) = parts.glob("lead-in-*-02.json")
+    assert json.loads(lead_in.read_text())["started"] > second["ended"]
+    third = json.loads((parts / "03.json").read_text())
+    # part 3 followed the lead-in, not the first attempt of part 2
+    assert third["started"] <= json.loads(lead_in.read_text())["ended"]
     resume = manifest.resumes[-1]
-    assert (resume.test, resume.action, resume.parts_kept) == ("xsr", "continue-parts", 1)
+    assert (resume.test, resume.action, resume.parts_kept) == ("xsr", "continue-parts", 2)
     assert (
-        "part 2 of 3 runs again, so that part 3 follows it as planned"
-        in (out / "events.log").read_text()
+        "part 2 of 3 runs again as a lead-in (its first record stands), so that part 3 "
+        "follows it as planned" in (out / "events.log").read_text()
     )
     run = load_run(out)
     assert [(p.index, p.pattern) for p in run.test("xsr").rounds[0].points] == GROUP_POINTS
+    # the round is the stored parts: part 2's first attempt, not the lead-in
+    assert run.test("xsr").rounds[0].points[1].iops == second["points"][0]["iops"]
     # no purge on the resume: the stage goes on from its parts
     assert len(list((out / "tests/xsr").glob("discarded-*"))) == 0
     split = [d for d in judge_run(run).departures if d.requirement == "stage run without a break"]
     assert len(split) == 1 and split[0].test == "xsr"
-    assert "part 1 measured before the interruption, part 2 ran again" in split[0].actual
+    assert split[0].actual == (
+        "interrupted and resumed: parts 1 to 2 measured before the interruption; part 2 ran "
+        "again after it as a lead-in (its first record stands), directly followed by part 3"
+    )
 
 
-def test_a_stage_with_only_its_first_part_stored_starts_again_from_its_purge(
-    tmp_path: Path,
-) -> None:
+def test_a_stage_with_only_its_first_part_stored_goes_on_from_it(tmp_path: Path) -> None:
     parts = _parts(tmp_path / "run")
     with pytest.raises(Interrupted):
         start(_request(tmp_path, stop=lambda: (parts / "01.json").exists()))
+    first = (parts / "01.json").read_bytes()
     out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
     assert manifest.status == "complete"
-    assert manifest.resumes[-1].action == "restart"
-    # the first attempt's rounds (its one part) were set aside with its purge record
-    assert list((out / "tests/xsr").glob("discarded-*-rounds"))
-    assert list((out / "tests/xsr").glob("discarded-*-purge.json"))
+    assert (manifest.resumes[-1].action, manifest.resumes[-1].parts_kept) == (
+        "continue-parts",
+        1,
+    )
+    # no new purge: part 1 (measured from the purged drive) stands, its lead-in beside it
+    assert (parts / "01.json").read_bytes() == first
+    assert list(parts.glob("lead-in-*-01.json"))
+    assert not list((out / "tests/xsr").glob("discarded-*"))
     assert len(load_run(out).test("xsr").rounds[0].points) == 3
+
+
+ONLY_CBW = [*(t for t in ONLY_XSR if "cbw" not in t), "tests.xsr.enabled=false"]
+
+
+def test_no_lead_in_before_a_pre_write(tmp_path: Path) -> None:
+    """The operating stage: pre-write, measurement, for MaxIOPS, MidIOPS, MinIOPS.
+    Interrupted after MaxIOPS's measurement, the resume begins with MidIOPS's
+    pre-write, which conditions the drive itself: no lead-in."""
+    parts = tmp_path / "run" / "tests" / "cbw-operating" / "rounds" / "0001.parts"
+    request = RunRequest(
+        profile="quick",
+        target=str(tmp_path / "t.img"),
+        size=32 << 20,
+        out=tmp_path / "run",
+        assume_yes=True,
+        overrides=[*FAST, *ONLY_CBW],
+        stop=lambda: (parts / "02.json").exists(),
+    )
+    with pytest.raises(Interrupted):
+        start(request)
+    roles = [p.role for p in load_run(tmp_path / "run").test("cbw-operating").plan.points]
+    assert roles[:3] == ["prewrite", "", "prewrite"]
+    out, manifest = start(RunRequest(resume=tmp_path / "run", assume_yes=True))
+    assert manifest.status == "complete"
+    assert not list(parts.glob("lead-in-*"))
+    assert sorted(p.name for p in parts.glob("0*.json")) == [f"0{k}.json" for k in range(1, 7)]
+    split = [
+        d
+        for d in judge_run(load_run(out)).departures
+        if d.requirement == "stage run without a break"
+    ]
+    assert [d.actual for d in split] == [
+        "interrupted and resumed: parts 1 to 2 measured before the interruption; part 3, "
+        "a pre-write, began after it"
+    ]

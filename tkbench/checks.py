@@ -128,9 +128,12 @@ def history_figure_runs(volume: Mapping[str, Mapping[str, Any]] | None) -> dict[
     """The volume figures the history keeps of a run (its ``volume`` column)."""
     out: dict[str, FigureRuns] = {}
     for key, fig in (volume or {}).items():
+        if not isinstance(fig, Mapping):
+            continue  # a history row written by something else: not a figure
         value, sd, n = fig.get("value"), fig.get("stdev"), fig.get("runs")
-        if isinstance(value, int | float) and isinstance(n, int):
-            out[key] = FigureRuns(float(value), float(sd) if sd is not None else None, n)
+        if isinstance(value, int | float) and type(n) is int:
+            spread = float(sd) if isinstance(sd, int | float) else None
+            out[key] = FigureRuns(float(value), spread, n)
     return out
 
 

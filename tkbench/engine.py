@@ -317,7 +317,7 @@ class Engine:
         if test.spec.kind == "copy":  # not fio: the copy step (tkbench.copyrun)
             self._copy_rounds(test, rounds, segment)
         else:
-            if test.in_parts and not rounds:
+            if self._in_parts(test) and not rounds:
                 self._parts(test, rounds, segment)
             self._rounds(test, rounds, segment)
 
@@ -371,7 +371,7 @@ class Engine:
         if not existing.rounds:
             # a stage run in parts goes on from its parts (the last of them again); with
             # one part stored, that is where it started: from its purge, as planned
-            if test.in_parts and len(self.store.load_parts(test.name)) > 1:
+            if self._in_parts(test) and self.store.load_parts(test.name):
                 return "continue-parts"
             return "restart"
         gap = time.time() - existing.rounds[-1].ended
@@ -380,10 +380,15 @@ class Engine:
         )
 
     def _parts_kept(self, test: PlannedTest) -> int:
-        """The parts of a stage run in parts that a resume keeps: all once every part
-        is stored, else all but the last (which runs again: ``_parts``)."""
-        stored = len(self.store.load_parts(test.name))
-        return stored if stored >= len(test.points) else max(0, stored - 1)
+        """The parts of a stage run in parts that a resume keeps: every stored one (the
+        last may run again before the next, as a lead-in: ``_parts``)."""
+        return len(self.store.load_parts(test.name))
+
+    def _in_parts(self, test: PlannedTest) -> bool:
+        """Whether the engine runs ``test`` in parts: a stage of one long round, with the
+        hand-off that lets a part follow the one before it closely (not with fio
+        servers, whose hosts run no hand-off: there one fio runs the whole round)."""
+        return test.in_parts and not self.runner.hosts
 
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)
@@ -595,28 +600,33 @@ class Engine:
         as it ends (rounds/0001.parts/).  Once all are stored they form the round, the
         record one fio run would have made; ``_rounds`` then sees the stage done.
 
-        Resumed with parts stored, the last of them runs again (it is set aside, not
-        lost): the part after it must follow its stimulus directly, as planned, not
-        an idle drive (docs/resume.md)."""
+        Resumed with parts stored, the stored parts stand.  The next part must follow
+        its stimulus directly, as planned, not a drive that rested: unless it is a
+        pre-write (which conditions the drive itself), the last stored part runs again
+        first as a *lead-in*, kept beside the parts but never in place of the first
+        attempt's record (docs/resume.md)."""
         parts = self.store.load_parts(test.name)
         count = len(test.points)
-        if 0 < len(parts) < count:
-            again = len(parts)
-            self.store.discard_part(test.name, again)
-            parts.pop()
+        todo = [(k + 1, test.part(k)) for k in range(len(parts), count)]
+        if parts and todo and test.points[len(parts)].role != "prewrite":
+            todo.insert(0, (0, test.part(len(parts) - 1)))  # 0: the lead-in
             self.store.log(
-                f"test {test.name}: part {again} of {count} runs again, so that part "
-                f"{again + 1} follows it as planned"
+                f"test {test.name}: part {len(parts)} of {count} runs again as a lead-in "
+                f"(its first record stands), so that part {len(parts) + 1} follows it as planned"
             )
-        left = [test.part(i) for i in range(len(parts), count)]
         self.progress.event(
-            "round_started", test=test, round=1, seconds=math.fsum(p.round_seconds for p in left)
+            "round_started",
+            test=test,
+            round=1,
+            seconds=math.fsum(p.round_seconds for _, p in todo),
         )
+        thermal = ThermalWatch(self.target.thermal_reader(), clock=time.time, log=self.store.log)
+        thermal.start()
+        written = int(parts[-1].total_written_bytes) if parts else _written(rounds)
         cur: _RoundRun | None = None
         ahead: _RoundRun | None = None
         try:
-            for part in left:
-                k = len(parts) + 1
+            for at, (k, part) in enumerate(todo):
                 self._check_stop()
                 if ahead is None:
                     cur = self._start_round(part, 1, ())
@@ -624,18 +634,18 @@ class Engine:
                     cur, ahead = ahead, None
                     cur.end_eta = time.monotonic() + part.round_seconds
                 point = part.points[0]
-                self.progress.event(
-                    "phase", test=test, phase=f"part {k} of {count}: {point.tag or point.label}"
-                )
+                what = f"part {k} of {count}" if k else f"lead-in: part {point.index + 1} again"
+                self.progress.event("phase", test=test, phase=f"{what}: {point.tag or point.label}")
                 cur.sampler = CounterSampler(
                     self.target,
                     part.points,
                     lambda fig: self.progress.event("fio_status", test=test, **fig.to_dict()),
                     startup=FIO_STARTUP if cur.follows is None else 0.0,
                 )
-                if k < count and self.options.back_to_back and cur.handoff is not None:
+                if at + 1 < len(todo) and self.options.back_to_back and cur.handoff is not None:
+                    following = todo[at + 1][1]
                     ahead = _ahead_of(
-                        cur, functools.partial(self._start_round, test.part(k), 1, (), after=cur)
+                        cur, functools.partial(self._start_round, following, 1, (), after=cur)
                     )
                 run = self._collect(part, cur)
                 cur.last_done = _last_point_done(cur)
@@ -643,13 +653,18 @@ class Engine:
                 if cur.follows is not None:
                     began = cur.follows.last_done or began  # when the part before it ended
                     cur.follows = None
-                before = int(parts[-1].total_written_bytes) if parts else _written(rounds)
                 record = self._round_record(
-                    part, 1, segment, run, cur.text, began, before, cur.series
+                    part, 1, segment, run, cur.text, began, written, cur.series
                 )
-                self.store.save_part(test.name, k, record, run.stdout, cur.text)
-                self.store.log(f"test {test.name}: part {k} of {count} stored")
-                parts.append(record)
+                written = int(record.total_written_bytes)
+                if k:
+                    self.store.save_part(test.name, k, record, run.stdout, cur.text)
+                    self.store.log(f"test {test.name}: part {k} of {count} stored")
+                    parts.append(record)
+                else:
+                    self.store.save_lead_in(
+                        test.name, point.index + 1, record, run.stdout, cur.text
+                    )
                 cur = None
         finally:
             _stop_runs(cur, ahead)  # never stored: a resume runs them again
@@ -664,9 +679,10 @@ class Engine:
             points=points,
             tracking=tracking_values(list(points), test.tracking),
             written_bytes=math.fsum(p.written_bytes for p in parts),
-            total_written_bytes=parts[-1].total_written_bytes,
+            total_written_bytes=written,
         )
         self.store.save_round_of_parts(test.name, record, len(parts))
+        record = self._temperature(test, thermal, record)
         rounds.append(record)
         self.progress.event(
             "round_done",

@@ -200,7 +200,7 @@ class TestData:
     health_after: Mapping[str, Any] | None = None
     # histogram.json: the response-time histogram phase after the rounds, if it ran
     response_histogram: ResponseHistogram | None = None
-    # a stage run in parts whose round is not yet formed: how many parts are stored
+    # a stage run in parts: how many of its parts are stored (0: not run in parts)
     parts: int = 0
 
     @property
@@ -364,14 +364,14 @@ class RunStore:
             parts.append(Round.load(read_json(f), f))
         return parts
 
-    def discard_part(self, test: str, number: int) -> None:
-        """Set a stored part aside (``discarded-<time>-NN.*``): it runs again."""
+    def save_lead_in(self, test: str, number: int, record: Round, raw: str, jobfile: str) -> None:
+        """Part ``number`` run again after a resume, as the lead-in of the part after
+        it (``lead-in-<time>-NN.*``): kept as evidence, never read as the part."""
         d = self._parts_dir(test)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        for suffix in ("json", "fio", "out"):  # the record first: then it is no part
-            p = d / f"{number:02d}.{suffix}"
-            if p.exists():
-                p.rename(d / f"discarded-{stamp}-{p.name}")
+        stem = f"lead-in-{time.strftime('%Y%m%dT%H%M%S')}-{number:02d}"
+        write_atomic(d / f"{stem}.fio", jobfile)
+        write_atomic(d / f"{stem}.out", raw)
+        write_record(d / f"{stem}.json", record)
 
     def save_round_of_parts(self, test: str, record: Round, count: int) -> None:
         """The round a stage's ``count`` stored parts form: its ``.fio`` and ``.out``
@@ -475,7 +475,7 @@ def load_run(root: Path) -> RunData:
                 health_before=_read_health(d / "health-before.json"),
                 health_after=_read_health(d / "health-after.json"),
                 response_histogram=_read_optional(d / "histogram.json", ResponseHistogram),
-                parts=0 if rounds else _count_parts(rdir / f"{1:04d}{PARTS_SUFFIX}"),
+                parts=_count_parts(rdir / f"{1:04d}{PARTS_SUFFIX}"),
             )
         )
     return RunData(

@@ -49,7 +49,7 @@ def test_summary(t: TestData) -> dict[str, Any]:
         "purge": dump(t.purge) if t.purge is not None else None,
         "total_written_bytes": int(t.rounds[-1].total_written_bytes) if t.rounds else 0,
     }
-    if t.parts:  # a stage run in parts, interrupted: what a resume goes on from
+    if t.parts and not t.rounds:  # a stage run in parts, interrupted: kept for a resume
         out["parts_stored"] = t.parts
         out["parts"] = len(plan.points)
     if t.result is not None and t.result.stop_reason is not None:

@@ -118,10 +118,16 @@ def volume_serial(mount: dict[str, str]) -> str:
     if source.startswith("/dev/"):
         from .device._common import try_run
 
-        done, _ = try_run(["blkid", "-p", "-o", "value", "-s", "UUID", source], 10.0)
-        uuid = done.stdout.strip() if done is not None and done.returncode == 0 else ""
-        if uuid and len(uuid) <= 64 and uuid.isprintable():
-            return f"UUID={uuid}"
+        # udev's record first (any user may read it), then the superblock itself
+        for argv in (
+            ["findmnt", "-n", "-o", "UUID", "--source", source],
+            ["blkid", "-p", "-o", "value", "-s", "UUID", source],
+        ):
+            done, _ = try_run(argv, 10.0)
+            text = done.stdout.strip() if done is not None and done.returncode == 0 else ""
+            uuid = text.splitlines()[0].strip() if text else ""
+            if uuid and len(uuid) <= 64 and uuid.isprintable():
+                return f"UUID={uuid}"
     return f"{source} at {mount.get('mount_point', 'unknown')}"
 
 

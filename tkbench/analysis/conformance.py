@@ -515,24 +515,28 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
 
 def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
     """A stage run in parts that an interruption split: the PTS runs it without a
-    break; tkbench ran the part before the break again, so that the part after it
-    followed its stimulus directly (docs/resume.md).  None when every part was
-    stored before the interruption: no part followed a break."""
+    break; tkbench ran the last part before the break again as a lead-in, so that the
+    part after it followed its stimulus directly (docs/resume.md).  None when every
+    part was stored before the interruption: no part followed a break."""
     kept = r.parts_kept or 0
-    if kept >= len(t.plan.points):
+    points = t.plan.points
+    if not 0 < kept < len(points):
         return None
+    before = "part 1" if kept == 1 else f"parts 1 to {kept}"
+    if points[kept].role == "prewrite":
+        after = f"part {kept + 1}, a pre-write, began after it"
+    else:
+        after = (
+            f"part {kept} ran again after it as a lead-in (its first record stands), "
+            f"directly followed by part {kept + 1}"
+        )
     return Departure(
         t.name,
         "stage run without a break",
         "its stimuli one after the other, without an interruption",
-        f"interrupted and resumed: {_parts(kept)} measured before the interruption, "
-        f"part {kept + 1} ran again after it, directly followed by the rest",
+        f"interrupted and resumed: {before} measured before the interruption; {after}",
         t.plan.title or t.name,
     )
-
-
-def _parts(n: int) -> str:
-    return "part 1" if n == 1 else f"parts 1 to {n}"
 
 
 def _stored(resolved: Mapping[str, Any], *keys: str) -> Any:

@@ -223,6 +223,8 @@ def _title(key: str) -> tuple[str, str]:
 
 
 def _higher_is_better(key: str) -> bool:
+    if ": " not in key and unit_of(key.partition(" ")[2]):
+        return True  # a volume figure: MB/s or nodes/s
     try:
         return better_is_higher(key)
     except ValueError:  # a metric this tkbench does not know (a newer rig's): shown only

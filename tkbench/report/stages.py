@@ -287,9 +287,13 @@ def cross_stimulus(t: TestData, tests: Sequence[TestData]) -> CrossStimulus:
         for i, p in enumerate(plan.points)
     )
     text = [
-        f"The access groups ran back to back, without a pause, in one round: {listed}. "
-        "Each group is one fio run, stored as it ended, and followed the group before it "
-        "as closely as the points of a round follow each other."
+        f"The access groups ran back to back, without a pause, in one round: {listed}."
+        + (
+            " Each group is one fio run, stored as it ended, and followed the group "
+            "before it as closely as the points of a round follow each other."
+            if t.parts
+            else ""
+        )
         + (
             f" Every group at {mix_label(p0.read_pct)}, {load(p0.numjobs, p0.iodepth)}; "
             f"throughput, IOPS and mean response time logged every {fmt.duration(plan.sample)}."
