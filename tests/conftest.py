@@ -12,6 +12,9 @@ Tests that use the real PostgreSQL server (the ``pg_server`` and ``pg_url``
 fixtures, tests/_postgres.py) carry ``@pytest.mark.postgres``; without the server
 binaries they fail with the install hint, never skip.
 
+``loops`` makes real loop devices over sparse files in the test's directory and
+undoes everything (swapoff, umount, losetup -d) however the test ends.
+
 Tests that load pages in the real headless Chromium (the ``browser`` fixture,
 tests/_chromium.py: one browser per test module) carry ``@pytest.mark.chromium``;
 without Debian's ``chromium`` they fail with the install hint, never skip.
@@ -23,8 +26,11 @@ import contextlib
 import itertools
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from fakes import helpers
+from fakes.helpers import LoopDevices
 
 from tests._chromium import CHROMIUM, INSTALL_HINT, Browser, BrowserError, running_browser
 from tests._postgres import Server, running_server
@@ -98,3 +104,10 @@ def _private_config(
 ) -> None:
     """The user's own profiles (~/.config/tkbench/profiles) never shadow the bundled ones."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Iterator[LoopDevices]:
+    """Real loop devices for one test (tests/fakes/helpers.py: LoopDevices)."""
+    with helpers.loop_devices(tmp_path) as mgr:
+        yield mgr

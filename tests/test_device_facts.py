@@ -9,7 +9,6 @@ devices, which have none of these facts."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ from tkbench.device.facts import brand_of_model, host_link, link_text, manufactu
 from tkbench.device.sysfs import Sysfs
 from tkbench.records import Manifest, TargetRecord
 from tkbench.report import devicefacts
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
-
 
 # --------------------------------------------------------------------------- manufacturer
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,6 @@ from fakes.helpers import FakeTools, LoopDevices
 from tkbench.device import DeviceIdentity, HealthSnapshot, health, identify
 from tkbench.device.identify import AtaSecurity, NvmeCaps, parse_hdparm_identify
 from tkbench.errors import InputError
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 @pytest.fixture

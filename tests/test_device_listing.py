@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,6 @@ from fakes.helpers import FakeTools, LoopDevices
 from tkbench.device import format_devices, list_devices
 from tkbench.device.listing import candidate_names
 from tkbench.device.sysfs import Sysfs
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 @pytest.mark.root

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes import helpers
 from fakes.helpers import LoopDevices
 
 from tkbench.device import DeviceLock, default_lock_dir
@@ -29,12 +28,6 @@ HOLDER = textwrap.dedent(
     time.sleep(120)
     """
 )
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 class Holder:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes import helpers
 from fakes.helpers import FakeTools, LoopDevices, sha256_of
 
 from tkbench.device import (
@@ -43,12 +41,6 @@ SAS = ident("sas", "/dev/sdb")
 @pytest.fixture
 def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     return FakeTools(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 class FakeClock:

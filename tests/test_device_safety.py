@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +15,6 @@ from fakes.helpers import LoopDevices, sha256_of
 
 from tkbench.device import DeviceIdentity, check_target, confirm, identify, refusal_reasons
 from tkbench.errors import InputError, SafetyError
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 def codes(path: str, **kw: object) -> set[str]:

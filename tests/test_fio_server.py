@@ -15,6 +15,7 @@ import pytest
 from tests._helpers import FAST, TWO_IOPS_ROUNDS
 from tkbench.cli import main
 from tkbench.device import owndata
+from tkbench.records import Manifest
 from tkbench.report import build_report
 from tkbench.runs import RunRequest, start
 from tkbench.store import load_run
@@ -62,6 +63,22 @@ def _server(spec: str, cwd: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+def _served(tmp_path: Path, server: str, overrides: list[str]) -> tuple[Path, Manifest]:
+    """A run of the quick profile (FAST and ``overrides``) on a 16 MiB file through
+    the fio server ``server``."""
+    return start(
+        RunRequest(
+            profile="quick",
+            target=str(tmp_path / "t.img"),
+            size=16 << 20,
+            out=tmp_path / "run",
+            assume_yes=True,
+            fio_servers=[server],
+            overrides=[*FAST, *overrides],
+        )
+    )
+
+
 @pytest.fixture
 def fio_server(tmp_path: Path) -> Iterator[str]:
     with _server(f"127.0.0.1,{_free_port()}", tmp_path) as spec:
@@ -69,17 +86,7 @@ def fio_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_run_through_a_fio_server(tmp_path: Path, fio_server: str) -> None:
-    out, manifest = start(
-        RunRequest(
-            profile="quick",
-            target=str(tmp_path / "t.img"),
-            size=16 << 20,
-            out=tmp_path / "run",
-            assume_yes=True,
-            fio_servers=[fio_server],
-            overrides=[*FAST, *TWO_IOPS_ROUNDS],
-        )
-    )
+    out, manifest = _served(tmp_path, fio_server, TWO_IOPS_ROUNDS)
     assert manifest.fio_servers == (fio_server,)
     t = load_run(out).test("iops")
     assert len(t.rounds) == 2
@@ -167,17 +174,7 @@ def test_the_histogram_phase_sends_no_hooks_to_a_fio_server(
         "tests.latency.rounds.window=2",
         "tests.latency.response_histogram=0.5s",
     ]
-    out, manifest = start(
-        RunRequest(
-            profile="quick",
-            target=str(tmp_path / "t.img"),
-            size=16 << 20,
-            out=tmp_path / "run",
-            assume_yes=True,
-            fio_servers=[fio_server],
-            overrides=[*FAST, *only_latency],
-        )
-    )
+    out, manifest = _served(tmp_path, fio_server, only_latency)
     assert manifest.status == "complete"
     phase = (out / "tests/latency/histogram.fio").read_text()
     assert "exec_prerun" not in phase and "exec_postrun" not in phase
@@ -190,17 +187,7 @@ def test_a_long_stage_runs_as_one_fio_run_on_fio_servers(tmp_path: Path, fio_ser
     host does not run: there the stage is one fio run, as before parts existed."""
     only_xsr = [f"tests.{t}.enabled=false" for t in ("iops", "throughput", "latency", "wsat")]
     only_xsr += [f"tests.{t}.enabled=false" for t in ("hir", "cbw", "dirth")]
-    out, manifest = start(
-        RunRequest(
-            profile="quick",
-            target=str(tmp_path / "t.img"),
-            size=16 << 20,
-            out=tmp_path / "run",
-            assume_yes=True,
-            fio_servers=[fio_server],
-            overrides=[*FAST, *only_xsr],
-        )
-    )
+    out, manifest = _served(tmp_path, fio_server, only_xsr)
     assert manifest.status == "complete"
     xsr = load_run(out).test("xsr")
     assert xsr.parts == 0 and not (out / "tests/xsr/rounds/0001.parts").exists()

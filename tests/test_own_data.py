@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -116,12 +115,6 @@ def test_a_new_mark_replaces_the_old_one_of_the_same_target(tmp_path: Path) -> N
     assert kept == ["/runs/2", "/runs/x"]
     found = owndata.left_by_tkbench(str(img), where)
     assert found is not None and found.run == "/runs/2"
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 @pytest.mark.root

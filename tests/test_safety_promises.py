@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,6 @@ from tkbench.errors import InputError
 from tkbench.target import _resize, open_target
 
 RUN = ["run", "--no-report", "--no-history"]
-
-
-@pytest.fixture
-def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    with helpers.loop_devices(tmp_path) as mgr:
-        yield mgr
 
 
 def refused(
