@@ -119,7 +119,7 @@ def test_a_resumed_stage_runs_the_part_before_the_break_again(tmp_path: Path) ->
     split = [d for d in judge_run(run).departures if d.requirement == "stage run without a break"]
     assert len(split) == 1 and split[0].test == "xsr"
     assert split[0].actual == (
-        "interrupted and resumed: parts 1 to 2 measured before the interruption; part 2 ran "
+        "interrupted and resumed: parts 1 and 2 measured before the interruption; part 2 ran "
         "again after it as a lead-in (its first record stands), directly followed by part 3"
     )
 
@@ -173,6 +173,6 @@ def test_no_lead_in_before_a_pre_write(tmp_path: Path) -> None:
         if d.requirement == "stage run without a break"
     ]
     assert [d.actual for d in split] == [
-        "interrupted and resumed: parts 1 to 2 measured before the interruption; part 3, "
+        "interrupted and resumed: parts 1 and 2 measured before the interruption; part 3, "
         "a pre-write, began after it"
     ]

@@ -522,7 +522,7 @@ def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
     points = t.plan.points
     if not 0 < kept < len(points):
         return None
-    before = "part 1" if kept == 1 else f"parts 1 to {kept}"
+    before = {1: "part 1", 2: "parts 1 and 2"}.get(kept, f"parts 1 to {kept}")
     if points[kept].role == "prewrite":
         after = f"part {kept + 1}, a pre-write, began after it"
     else:
