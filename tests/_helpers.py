@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+from pathlib import Path
+
 # Profile overrides that shrink the quick profile to sub-second points.
 FAST = [
     "tests.iops.point_runtime=0.2s",
@@ -70,3 +74,31 @@ def sets(*overrides: str) -> list[str]:
     for o in merged(*overrides):
         out += ["--set", o]
     return out
+
+
+def layout_text(pdf: Path) -> str:
+    """A PDF's text as ``pdftotext -layout`` gives it (a table row stays one line;
+    pages end in form feeds)."""
+    return subprocess.run(
+        ["pdftotext", "-layout", "-enc", "UTF-8", str(pdf), "-"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+
+
+def old_history_steps(version: int, real: str, int64: str) -> list[str]:
+    """The SQL by which tkbench made a history of ``version`` (its first upgrade
+    steps), in a backend's words for a float and a 64-bit integer."""
+    from tkbench.history import schema
+
+    return [sql.format(real=real, int64=int64) for step in schema.STEPS[:version] for sql in step]
+
+
+def old_sqlite_history(path: Path, version: int) -> None:
+    """An SQLite history as tkbench wrote it at ``version``."""
+    with sqlite3.connect(path) as con:
+        for sql in old_history_steps(version, "REAL", "INTEGER"):
+            con.execute(sql)
+        con.execute(f"PRAGMA user_version = {version}")

@@ -62,6 +62,19 @@ class Server:
             cur = con.execute(statement)
             return cur.fetchall() if cur.description else []
 
+    def old_history(self, url: str, version: int) -> str:
+        """Make the database of ``url`` a history as tkbench wrote it at ``version``;
+        returns the database's name."""
+        from tests._helpers import old_history_steps
+        from tkbench.history import schema
+
+        name = url.split("/")[3].split("?")[0]
+        self.sql(f"CREATE TABLE {schema.VERSION_TABLE} (version INTEGER NOT NULL)", name)
+        self.sql(f"INSERT INTO {schema.VERSION_TABLE} VALUES ({version})", name)
+        for sql in old_history_steps(version, "DOUBLE PRECISION", "BIGINT"):
+            self.sql(sql, name)
+        return name
+
     def new_database(self, name: str) -> str:
         """A new empty database; its URL."""
         self.sql(f'CREATE DATABASE "{name}"')

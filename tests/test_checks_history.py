@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import STAGED_OFF, sets
+from tests._helpers import STAGED_OFF, layout_text, sets
 from tkbench import analysis, cli
 from tkbench.report import build_report
 from tkbench.store import load_run
@@ -80,9 +80,7 @@ def test_acceptance_pass_and_fail_with_junit(
     assert failures == ["iops: iops 64k 100/0 >= 1e+12 IOPS"]
     # the report carries the verdict on its first page and a checks chapter
     pdf = build_report(tmp / "acc", tmp / "acc" / "report.pdf")
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
-    ).stdout
+    text = layout_text(pdf)
     first_page = text.split("\f")[0]
     assert "FAIL" in first_page and "2 of 3 checks passed" in first_page
     assert "Acceptance checks" in text

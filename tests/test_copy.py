@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import layout_text
 from tests.test_volume import _one_error, _snapshot, needs_root
 from tkbench import cli, copyplan
 from tkbench import plan as planmod
@@ -310,12 +311,7 @@ def test_the_copy_profile_reduced_touches_nothing_but_its_own_files(
     assert "File copies" in page and "Run 2" in page and "Deviation %" in page
     assert "the volume copied the iso set with zero data at" in page
     assert "1024k random" not in page  # no fio headline made up from the copies
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    text = layout_text(out / "report.pdf")
     assert "File copies" in text and "s per copy" in text
 
 

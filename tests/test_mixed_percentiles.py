@@ -10,14 +10,13 @@ import json
 import math
 import random
 import shutil
-import subprocess
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import layout_text, sets
 from tkbench import cli
 from tkbench.analysis.window import (
     combined_percentiles,
@@ -252,12 +251,7 @@ def test_real_mixed_run_shows_reads_and_writes_together(
     blank = [k for k, v in combined["percentiles_ms"].items() if v is None]
     assert "99.999" in blank  # 1,000,000 I/Os: never in 1.5 s at QD 1
 
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    text = layout_text(out / "report.pdf")
     rows = [
         line.split() for line in text.splitlines() if line.split()[:3] == ["4k", "65/35", "R+W"]
     ]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests._helpers import sets
+from tests._helpers import old_sqlite_history, sets
 from tests._postgres import Server
 from tests.test_repeat_until import FIXED
 from tkbench import cli, history
@@ -132,11 +132,7 @@ def _points(run: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any
 
 def _v2_sqlite(path: Path) -> None:
     """A history as tkbench wrote it at version 2 (steps 1 and 2), with the kept file-a."""
-    with sqlite3.connect(path) as con:
-        for step in schema.STEPS[:2]:
-            for sql in step:
-                con.execute(sql.format(real="REAL", int64="INTEGER"))
-        con.execute("PRAGMA user_version = 2")
+    old_sqlite_history(path, 2)
     assert cli.main(["history", "--history", str(path)]) == 0  # readable as it is
 
 
@@ -180,12 +176,7 @@ def test_a_version_2_sqlite_history_gains_the_repeat_figures(
 def test_a_version_2_postgres_history_gains_the_repeat_figures(
     two_runs: tuple[Path, Path], pg_server: Server, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    name = pg_url.split("/")[3].split("?")[0]
-    pg_server.sql(f"CREATE TABLE {schema.VERSION_TABLE} (version INTEGER NOT NULL)", name)
-    pg_server.sql(f"INSERT INTO {schema.VERSION_TABLE} VALUES (2)", name)
-    for step in schema.STEPS[:2]:
-        for sql in step:
-            pg_server.sql(sql.format(real="DOUBLE PRECISION", int64="BIGINT"), name)
+    name = pg_server.old_history(pg_url, 2)
     assert _entries(pg_url, capsys) == []
     _tk(["history", "import", "--history", pg_url, *map(str, two_runs)], capsys)
     assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [

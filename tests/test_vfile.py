@@ -9,12 +9,12 @@ must change nothing outside its working directory."""
 from __future__ import annotations
 
 import json
-import subprocess
 import zlib
 from pathlib import Path
 
 import pytest
 
+from tests._helpers import layout_text
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
 from tkbench import cache, cli, jobfile
 from tkbench import plan as planmod
@@ -526,12 +526,7 @@ def test_a_reduced_vfile_run_touches_nothing_but_its_database_file(
     assert cli.main(["show", str(out)]) == 0
     text = capsys.readouterr().out
     assert "page cache cold, warm" in text and "Random read, 4 thr." in text
-    pdf = subprocess.run(
-        ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    pdf = layout_text(out / "report.pdf")
     flat = " ".join(pdf.split())
     assert "Min (cold) Max (warm)" in flat and "Sequential read 4" in flat
     assert "4 interleaved streams, not one sequential stream" in flat

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from tests._helpers import old_sqlite_history
 from tests._postgres import Server
 from tests.test_repeat_compare import two_runs
 from tests.test_volume import ROOT, _one_error, needs_root
@@ -147,21 +148,13 @@ def _check_figures(
     assert all("repeats" not in e for e in entries)  # no fixed test among them
 
 
-def _v3_sqlite(path: Path) -> None:
-    with sqlite3.connect(path) as con:
-        for step in schema.STEPS[:3]:
-            for sql in step:
-                con.execute(sql.format(real="REAL", int64="INTEGER"))
-        con.execute("PRAGMA user_version = 3")
-
-
 @needs_root
 @pytest.mark.fio
 def test_a_version_3_sqlite_history_gains_the_volume_figures(
     runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "h.sqlite"
-    _v3_sqlite(db)
+    old_sqlite_history(db, 3)
     assert _tk(["history", "--history", str(db)], capsys).strip() == "no runs in the history"
     with sqlite3.connect(db) as con:  # listing changed nothing
         assert con.execute("PRAGMA user_version").fetchone()[0] == 3
@@ -183,12 +176,7 @@ def test_a_version_3_sqlite_history_gains_the_volume_figures(
 def test_a_version_3_postgres_history_gains_the_volume_figures(
     runs: dict[str, Path], pg_server: Server, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    name = pg_url.split("/")[3].split("?")[0]
-    pg_server.sql(f"CREATE TABLE {schema.VERSION_TABLE} (version INTEGER NOT NULL)", name)
-    pg_server.sql(f"INSERT INTO {schema.VERSION_TABLE} VALUES (3)", name)
-    for step in schema.STEPS[:3]:
-        for sql in step:
-            pg_server.sql(sql.format(real="DOUBLE PRECISION", int64="BIGINT"), name)
+    name = pg_server.old_history(pg_url, 3)
     _tk(["history", "import", "--history", pg_url, *map(str, runs.values())], capsys)
     assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(4,)]
     entries = json.loads(_tk(["history", "--history", pg_url, "--json"], capsys))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import layout_text
 from tests.test_volume import SMALL, _snapshot, ext4, needs_root
 from tkbench.store import load_run
 from tkbench.volume import MARKER, PREFIX
@@ -118,12 +119,7 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
     assert (until["runs"], until["met"], until["ended_by"]) == (3, False, "maximum")
 
     # the report: the recipe table on page 1, the runs of each test in its chapter
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(out / "report.pdf"), "-"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    text = layout_text(out / "report.pdf")
     assert "fsync / plain" in text
     rows = [ln.split() for ln in text.splitlines() if "runs)" in ln]
     assert len(rows) == 3  # 4k, 64k, 1m: plain and fsync side by side
