@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 # Profile overrides that shrink the quick profile to sub-second points.
@@ -102,3 +105,39 @@ def old_sqlite_history(path: Path, version: int) -> None:
         for sql in old_history_steps(version, "REAL", "INTEGER"):
             con.execute(sql)
         con.execute(f"PRAGMA user_version = {version}")
+
+
+@contextlib.contextmanager
+def mounted_volume(
+    tmp: Path, size: int, fs: str = "ext4", own_files: bool = True
+) -> Iterator[tuple[Path, str]]:
+    """A filesystem (``ext4``, or ``xfs`` with reflinks) of ``size`` bytes on a loop
+    device, mounted below ``tmp``; with ``own_files``, a folder and two files of its
+    own that a volume benchmark must leave alone.  Yields (mount point, device);
+    unmounted and detached however the body ends.  Skips without root."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop device needs root")
+    img = tmp / f"{fs}.img"
+    with open(img, "wb") as fh:
+        fh.truncate(size)
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    mnt = tmp / f"mnt-{fs}"
+    mnt.mkdir()
+    try:
+        mkfs = ["mkfs.ext4", "-q", dev] if fs == "ext4" else ["mkfs.xfs", "-q", "-f"]
+        if fs == "xfs":
+            mkfs += ["-m", "reflink=1", dev]
+        subprocess.run(mkfs, check=True)
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        if own_files:
+            (mnt / "photos").mkdir()
+            (mnt / "photos" / "a.jpg").write_bytes(os.urandom(100_000))
+            (mnt / "notes.txt").write_text("keep me\n")
+        yield mnt, dev
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        subprocess.run(["losetup", "-d", dev], check=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import layout_text
+from tests._helpers import layout_text, mounted_volume
 from tests.test_volume import _one_error, _snapshot, needs_root
 from tkbench import cli, copyplan
 from tkbench import plan as planmod
@@ -144,29 +144,8 @@ def test_compressible_data_compresses_by_its_share() -> None:
 
 
 def _mounted(tmp_path: Path, fs: str, size: int) -> Iterator[Path]:
-    if not ROOT:
-        pytest.skip("mounting a loop device needs root")
-    img = tmp_path / f"{fs}.img"
-    with open(img, "wb") as fh:
-        fh.truncate(size)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    mnt = tmp_path / f"mnt-{fs}"
-    mnt.mkdir()
-    try:
-        mkfs = ["mkfs.ext4", "-q", dev] if fs == "ext4" else ["mkfs.xfs", "-q", "-f"]
-        if fs == "xfs":
-            mkfs += ["-m", "reflink=1", dev]
-        subprocess.run(mkfs, check=True)
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        (mnt / "photos").mkdir()
-        (mnt / "photos" / "a.jpg").write_bytes(os.urandom(100_000))
-        (mnt / "notes.txt").write_text("keep me\n")
+    with mounted_volume(tmp_path, size, fs) as (mnt, _dev):
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
-        subprocess.run(["losetup", "-d", dev], check=False)
 
 
 @pytest.fixture

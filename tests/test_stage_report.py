@@ -10,13 +10,12 @@ import io
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests._helpers import STAGE_TESTS, sets
+from tests._helpers import STAGE_TESTS, layout_text, sets
 from tkbench import cli
 from tkbench.report import build_report
 from tkbench.report.fmt import duration, sig
@@ -34,13 +33,7 @@ STAGES = tuple(STAGE_TESTS)
 def pdf_text(pdf: Path) -> str:
     """The PDF's text with its layout (a table row stays one line), spaces collapsed
     within each line."""
-    out = subprocess.run(
-        ["pdftotext", "-layout", "-enc", "UTF-8", str(pdf), "-"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    out = layout_text(pdf)
     lines = [" ".join(line.split()) for line in out.splitlines() if line.strip()]
     # the page furniture (running footer and header) out, so that a sentence or a
     # chapter that crosses a page reads on
@@ -107,10 +100,7 @@ def laid_out(run: Path) -> list[str]:
     """The report's lines as laid out on the page, runs of spaces made one: a table
     row whole, where plain pdftotext may read a short table column by column."""
     pdf = run.parent / "report.pdf"
-    out = subprocess.run(
-        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
-    )
-    return [" ".join(x.split()) for x in out.stdout.splitlines()]
+    return [" ".join(x.split()) for x in layout_text(pdf).splitlines()]
 
 
 def test_precondition_stages_keep_the_steady_state_chapter(staged) -> None:
@@ -167,9 +157,7 @@ def test_cross_stimulus_transitions_and_plots(staged) -> None:
     run, shown, text = staged
     part = chapters(text, shown)["xsr"]
     pdf = run.parent / "report.pdf"
-    layout = subprocess.run(
-        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    layout = layout_text(pdf).splitlines()
     xs = shown["xsr"]["transitions"]
     assert [(x["from"], x["to"], x["group"]) for x in xs] == [
         ("128k sequential", "4k random", 2),

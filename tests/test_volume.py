@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import mounted_volume
 from tkbench import cli
 from tkbench import plan as planmod
 from tkbench import profile as profilemod
@@ -203,26 +204,8 @@ def test_the_working_directory_goes_after_an_error(tmp_path: Path) -> None:
 @pytest.fixture
 def ext4(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """An ext4 filesystem of 200 MiB on a loop device, mounted, with a file of its own."""
-    if not ROOT:
-        pytest.skip("mounting a loop device needs root")
-    img = tmp_path / "ext4.img"
-    with open(img, "wb") as fh:
-        fh.truncate(200 * MiB)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    try:
-        subprocess.run(["mkfs.ext4", "-q", dev], check=True)
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        (mnt / "photos").mkdir()
-        (mnt / "photos" / "a.jpg").write_bytes(os.urandom(100_000))
-        (mnt / "notes.txt").write_text("keep me\n")
-        yield mnt, dev
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
-        subprocess.run(["losetup", "-d", dev], check=False)
+    with mounted_volume(tmp_path, 200 * MiB) as mounted:
+        yield mounted
 
 
 def _snapshot(root: Path) -> dict[str, str]:

@@ -13,7 +13,6 @@ import json
 import math
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,10 @@ from typing import Any
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from tests._helpers import old_sqlite_history
+from tests._helpers import mounted_volume, old_sqlite_history
 from tests._postgres import Server
 from tests.test_repeat_compare import two_runs
-from tests.test_volume import ROOT, _one_error, needs_root
+from tests.test_volume import _one_error, needs_root
 from tkbench import cli, history
 from tkbench.checks import criterion_checks
 from tkbench.compare import compare
@@ -68,20 +67,8 @@ VFILE = [
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """A sweep, two copy nights and a virtual-file run on one loop-mounted ext4."""
-    if not ROOT:
-        pytest.skip("mounting a loop device needs root")
     tmp = tmp_path_factory.mktemp("volhist")
-    img = tmp / "ext4.img"
-    with open(img, "wb") as fh:
-        fh.truncate(300 * M)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    mnt = tmp / "mnt"
-    mnt.mkdir()
-    try:
-        subprocess.run(["mkfs.ext4", "-q", dev], check=True)
-        subprocess.run(["mount", dev, str(mnt)], check=True)
+    with mounted_volume(tmp, 300 * M, own_files=False) as (mnt, _dev):
         out = {}
         for name, profile, overrides in (
             ("sweep", "bulk-sweep", SWEEP),
@@ -96,9 +83,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
             assert cli.main(args) == 0
             out[name] = tmp / name
         yield out
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
-        subprocess.run(["losetup", "-d", dev], check=False)
 
 
 def _tk(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
