@@ -7,9 +7,15 @@ BIN := $(VENV)/bin
 # chromium: the headless browser the dashboard tests load its pages in (tests/_chromium.py);
 # systemd: systemd-analyze, which checks the example units (tests/test_examples.py);
 # xfsprogs: an XFS with reflinks, on which the copy test's copies must share no extents
-# (tests/test_copy.py); strace: which system calls the copy test makes (tests/test_copy.py)
+# (tests/test_copy.py); strace: which system calls the copy test makes (tests/test_copy.py);
+# qemu-system-x86, linux-image-amd64 (the kernel virtme-ng boots), busybox-static (its
+# initramfs) and squashfs-tools (the guest's Python image): the QEMU guest of the vm tests,
+# whose NVMe, SATA and SAS drives nvme-cli, hdparm, sdparm, sg3-utils and smartmontools
+# drive from inside it (tests/_vm.py, docs/testing.md)
 DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 libharfbuzz-subset0 \
-        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd xfsprogs strace
+        libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd xfsprogs strace \
+        qemu-system-x86 linux-image-amd64 busybox-static squashfs-tools \
+        nvme-cli hdparm sdparm sg3-utils smartmontools
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 

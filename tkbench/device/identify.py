@@ -335,15 +335,18 @@ def detect_interface(sysfs: Sysfs, name: str) -> str:
     real = str(sysfs.real(disk))
     if re.fullmatch(r"nvme\d+(c\d+)?n\d+", disk) or "/nvme/" in real or "/nvme-subsys" in real:
         return "nvme"
-    if "/virtio" in real or re.fullmatch(r"vd[a-z]+", disk):
-        return "virtio"
     if re.fullmatch(r"sd[a-z]+", disk):
+        # a SCSI disk, whatever carries it: a SAS HBA, AHCI (through libata), or
+        # virtio-scsi, whose path passes through a virtio device but whose disk speaks
+        # SCSI (mode pages, sdparm) like any other
         if "/usb" in real:
             return "other"  # USB bridges: no reliable secure erase pass-through
         vendor = clean_str(sysfs.read(disk, "device/vendor"))
         if "/ata" in real or (vendor or "").upper() == "ATA":
             return "sata"
         return "sas"
+    if "/virtio" in real or re.fullmatch(r"vd[a-z]+", disk):
+        return "virtio"
     return "other"
 
 

@@ -346,7 +346,10 @@ class _Scsi(_Driver):
     def read(self, run: _Runner) -> Reading:
         done = run.run(self.read_argv(), "read")
         m = re.search(r"^\s*WCE\s+(\d+)(?:\s*\[cha:\s*([yn]))?", done.stdout, re.MULTILINE)
-        if done.returncode != 0 or m is None:
+        # sdparm 1.12 prints the current value, then exits 5 (illegal request) when the
+        # disk refuses the saved-values page it also asks for (QEMU's scsi-hd on
+        # MegaRAID and virtio-scsi): the printed current value is the reading
+        if m is None:
             raise WriteCacheError(
                 f"cannot read the write cache of {self.path} (sdparm --get=WCE: {_tail(done)})"
             )
