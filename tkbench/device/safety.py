@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,10 @@ from .sysfs import Sysfs
 
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/usr")
 CHECK_TIMEOUT = 60.0
+# udev's workers, which open a device for a moment to probe it after its contents
+# changed (systemd 252 names them "(udev-worker)", older ones "systemd-udevd")
+UDEV_PROBES = frozenset({"(udev-worker)", "systemd-udevd"})
+UDEV_SETTLE = 10.0  # at most this long for udev's probes to end before a device is "open"
 
 _PARTITION_TABLES = {"dos", "gpt", "PMBR", "sun", "sgi", "bsd", "mac", "atari", "dos_part"}
 _MEMBER_TYPES = {
@@ -34,6 +39,26 @@ _MEMBER_TYPES = {
     "crypto_LUKS": "LUKS container",
     "swap": "swap area",
 }
+
+
+# The order a refusal names its reasons in, strongest first: what is in use now (a
+# mounted filesystem, swap, a holder, the running system, an open), then what cannot
+# be written, and last what --force overrides (data that merely looks like someone's).
+# The first reason is the one to act on; --force is offered only when it alone would do.
+STRENGTH = (
+    "mounted", "swap", "holders", "system-disk", "busy", "open", "loop-backing",
+    "read-only", "unreadable", "not-a-target", "no-sysfs",
+    "partition", "partitions", "signature", "signature-unchecked",
+)  # fmt: skip
+
+
+def strongest_first(reasons: list[Refusal]) -> list[Refusal]:
+    """``reasons`` by :data:`STRENGTH` (unknown codes before the --force ones), stable."""
+    rank = {code: i for i, code in enumerate(STRENGTH)}
+    weak = rank["partition"]
+    return sorted(
+        reasons, key=lambda r: rank.get(r.code, weak - 0.5 if not r.force_overrides else weak)
+    )
 
 
 @dataclass(frozen=True)
@@ -90,7 +115,7 @@ def refusal_reasons(
     except OSError as exc:
         return [Refusal("unreadable", f"cannot examine {spath}: {exc.strerror}")]
     if stat.S_ISREG(st.st_mode):
-        return _file_reasons(spath, st, sysfs, proc_dir)
+        return strongest_first(_file_reasons(spath, st, sysfs, proc_dir))
     if not stat.S_ISBLK(st.st_mode):
         return [Refusal("not-a-target", f"{spath} is neither a block device nor a regular file")]
     major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
@@ -99,7 +124,7 @@ def refusal_reasons(
         return [
             Refusal("no-sysfs", f"{spath}: device {major}:{minor} not in sysfs, cannot check it")
         ]
-    return _block_reasons(spath, name, sysfs, proc_dir)
+    return strongest_first(_block_reasons(spath, name, sysfs, proc_dir))
 
 
 def check_target(
@@ -115,7 +140,7 @@ def check_target(
     """
     found = refusal_reasons(path, sysfs_root=sysfs_root, proc_root=proc_root)
     reasons = [r for r in found if not r.note]
-    blocking = [r for r in reasons if not (force and r.force_overrides)]
+    blocking = strongest_first([r for r in reasons if not (force and r.force_overrides)])
     if not blocking:
         return Guarded(
             notes=tuple(r.message for r in found if r.note),
@@ -222,8 +247,29 @@ def _open_elsewhere(
     them counts (an exclusive-open probe misses plain opens).  Processes of other
     users are seen only by root; loop devices hold their backing files without a
     descriptor (see the loop-backing check)."""
+    users = _users(st, proc_dir, devnos)
+    if users and all(comm in UDEV_PROBES for comm, _ in users):
+        # udev probes a device whose contents changed (a purge, a killed run's writes)
+        # for a moment: wait for its queue to empty, then look again; a holder that is
+        # still there is a real user
+        try_run(["udevadm", "settle", f"--timeout={UDEV_SETTLE:g}"], UDEV_SETTLE + 5)
+        deadline = time.monotonic() + UDEV_SETTLE
+        while users and time.monotonic() < deadline:
+            users = _users(st, proc_dir, devnos)
+            if users and all(comm in UDEV_PROBES for comm, _ in users):
+                time.sleep(0.1)
+            else:
+                break
+    if not users:
+        return []
+    named = [f"{comm} (pid {pid})" for comm, pid in users]
+    return [Refusal("open", f"{spath} is open in {', '.join(named[:5])}")]
+
+
+def _users(st: os.stat_result, proc_dir: Path, devnos: frozenset[int]) -> list[tuple[str, str]]:
+    """(command name, pid) of the processes other than this one holding the file open."""
     me = str(os.getpid())
-    users: list[str] = []
+    users: list[tuple[str, str]] = []
     try:
         pids = [p for p in os.listdir(proc_dir) if p.isdigit() and p != me]
     except OSError:
@@ -241,11 +287,9 @@ def _open_elsewhere(
                 continue
             same = (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
             if same or (stat.S_ISBLK(other.st_mode) and other.st_rdev in devnos):
-                users.append(f"{_comm(proc_dir, pid)} (pid {pid})")
+                users.append((_comm(proc_dir, pid), pid))
                 break
-    if not users:
-        return []
-    return [Refusal("open", f"{spath} is open in {', '.join(users[:5])}")]
+    return users
 
 
 def _comm(proc_dir: Path, pid: str) -> str:
