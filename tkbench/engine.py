@@ -46,7 +46,7 @@ from .analysis.window import window, window_records
 from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
-from .handoff import markers_time
+from .handoff import markers_time, private_dir
 from .plan import Plan, PlannedTest, Point
 from .records import (
     Failure,
@@ -196,6 +196,7 @@ class Engine:
         # whether this engine has begun to write the target (a purge or a fio run
         # started): only then is the data the run leaves tkbench's (runs._execute)
         self.wrote = False
+        self._runtime: Path | None = None  # the run's private hand-off directory
 
     # ------------------------------------------------------------------ run
     def run(self) -> Manifest:
@@ -236,6 +237,8 @@ class Engine:
             raise
         finally:
             cache.end()  # after an error or an interrupt too (done once)
+            if self._runtime is not None:
+                shutil.rmtree(self._runtime, ignore_errors=True)
         manifest = store.update_manifest(status="complete", ended=time.time())
         store.log("run complete")
         self.progress.event("run_done", manifest=manifest)
@@ -754,7 +757,9 @@ class Engine:
         if self.runner.hosts:
             return None
         return jobfile.Handoff(
-            str(self._handoff_dir()), timeout_margin=self.options.fio_timeout_margin
+            str(self._handoff_dir()),
+            timeout_margin=self.options.fio_timeout_margin,
+            owner=str(self.store.root.absolute() / ".scratch"),
         )
 
     def _start_round(
@@ -999,7 +1004,16 @@ class Engine:
         return at - rounds[-1].ended > max(self.options.resume_gap, IDLE_GAP_MIN)
 
     def _handoff_dir(self) -> Path:
-        return self._scratch(f"handoff-{time.monotonic_ns()}")
+        """A round's hand-off markers: in the run's private directory on a local
+        filesystem (tkbench.handoff.private_dir), never below the run directory."""
+        try:
+            if self._runtime is None:
+                self._runtime = Path(private_dir())
+            d = self._runtime / f"handoff-{time.monotonic_ns()}"
+            d.mkdir()
+        except OSError as exc:
+            raise DeviceError(f"cannot create the hand-off directory: {exc}") from None
+        return d
 
     def _verdicts(
         self, test: PlannedTest, rounds: list[Round], segment: int

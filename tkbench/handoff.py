@@ -36,6 +36,10 @@ the first of its clones to get there writes ``1`` to ``/proc/sys/vm/drop_caches`
 the other clones wait for that marker, so that no clone starts its I/O (and so
 fills the cache) before the drop is done.  A failed drop fails the point.
 
+The markers live in a private directory on a local filesystem (:func:`private_dir`),
+not in the run directory: on a run directory shared over 9p (a QEMU guest's share; NFS
+and CIFS alike) the first round's hand-off waited ten minutes for markers and failed.
+
 Standard library only; started as ``python -S -I handoff.py ...``.
 """
 
@@ -133,6 +137,26 @@ def drop_caches(directory: str, point: int, timeout: float) -> str:
         fh.write(error)
     os.rename(tmp, os.path.join(directory, marker))  # seen whole (IN_MOVED_TO)
     return error
+
+
+def private_dir(environ: dict[str, str] | None = None) -> str:
+    """A new directory for one run's hand-off markers, mode 0700, on a local
+    filesystem: ``$XDG_RUNTIME_DIR``, else /dev/shm, else /run, else the temporary
+    directory.  Never the run directory: on a shared filesystem (NFS, CIFS, 9p) the
+    markers of a point came late or not at all, and the first round waited out the
+    whole stall margin (ten minutes) before it failed."""
+    import tempfile
+
+    env = os.environ if environ is None else environ
+    problems = []
+    for base in (env.get("XDG_RUNTIME_DIR"), "/dev/shm", "/run", tempfile.gettempdir()):
+        if not base or not os.path.isdir(base):
+            continue
+        try:
+            return tempfile.mkdtemp(prefix="tkbench-handoff-", dir=base)
+        except OSError as exc:
+            problems.append(f"{base}: {exc.strerror or exc}")
+    raise OSError("no local directory for the hand-off: " + "; ".join(problems or ["none"]))
 
 
 def main(argv: list[str]) -> int:

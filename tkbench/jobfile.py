@@ -68,9 +68,14 @@ STALL_MARGIN = 600.0
 class Handoff:
     """How points hand over to each other inside fio (see tkbench.handoff)."""
 
-    directory: str  # scratch directory for the markers; also fio's working directory
+    # the markers' directory: a private one on a local filesystem (handoff.private_dir),
+    # never the run directory, which may be on NFS, CIFS or 9p
+    directory: str
     python: str = sys.executable
     timeout_margin: float = STALL_MARGIN  # beyond the previous point's runtime
+    # the run's scratch directory, named on the hand-off's command line (``-X``) so
+    # that a resume finds and stops the helpers a killed run left (runs.stop_leftovers)
+    owner: str = ""
 
     def prerun(
         self, prev: Point | None, directory: str | None = None, drop: Point | None = None
@@ -80,10 +85,14 @@ class Handoff:
         no wait); then, for ``drop``, drop the host's page cache once (tkbench.cache)."""
         script = str(Path(__file__).with_name("handoff.py"))
         timeout = (prev.runtime * 1.5 if prev is not None else 0.0) + self.timeout_margin
+        # -I with -X joined (one word, so the arguments keep their places): an option
+        # Python keeps and ignores (sys._xoptions), which puts the run's scratch
+        # directory on the helper's command line, where stop_leftovers looks for it
+        isolated = f"-IXtkbench-run={self.owner}" if self.owner else "-I"
         args = [
             self.python,
             "-S",
-            "-I",
+            isolated,
             script,
             directory or self.directory,
             str(prev.index if prev is not None else -1),
