@@ -52,7 +52,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             profile=args.profile, target=args.target, size=args.size, overrides=args.overrides
         )
     )
-    handoff = jobfile.Handoff("RUN_DIR/.scratch/handoff")
+    # the plan shows where a run keeps its markers (handoff.private_dir), not a real path
+    handoff = jobfile.Handoff("XDG_RUNTIME_DIR/tkbench-handoff-RUN/handoff")
     pts = judge_plan(plan, target.write_cache_absent())
     if args.json:
         data = planmod.to_json(plan, args.assume_mbps * 1e6)
