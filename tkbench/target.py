@@ -227,20 +227,23 @@ class FileTarget(Target):
     def materialized(self) -> Iterator[None]:
         """Create a missing file at its size (sparse) for the body, which prepares the
         run; the file is removed again if the body fails, so a run that cannot start
-        leaves no file behind."""
+        leaves no file behind -- only the very file created here (its device and
+        inode, the file held open meanwhile so its inode cannot be another's), never
+        one that took its place."""
         if not self.missing:
             yield
             return
         path = Path(self.path)
-        _resize(path, self.capacity, new=True)
+        fd = _create(path, self.capacity)
         self.missing = False
         try:
             yield
         except BaseException:
-            with contextlib.suppress(OSError):
-                path.unlink()
+            _remove_created(path, fd)
             self.missing = True
             raise
+        finally:
+            os.close(fd)
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
         """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
@@ -445,22 +448,84 @@ def _create_file(path: Path, size: int | None) -> Target:
         raise InputError(f"target {path}: no such device (tkbench creates files, not devices)")
     if not path.parent.is_dir():
         raise InputError(f"target {path}: directory {path.parent} does not exist")
+    if os.path.lexists(path):  # stat() found nothing there: a link to a missing file
+        raise SafetyError(
+            f"target {path} is a symbolic link to a missing file; tkbench creates a new "
+            "file target itself, never through a link (give the link's target, or remove it)"
+        )
     resolved = path.parent.resolve() / path.name
     ident = _file_identity(resolved, size, path.parent)
     return FileTarget(str(path), str(resolved), size, 512, ident, missing=True)
 
 
 def _resize(path: Path, size: int, new: bool = False) -> None:
+    """Set an existing file's size, or create a new one at ``size`` (:func:`_create`)."""
+    if new:
+        os.close(_create(path, size))
+        return
     try:
-        with open(path, "xb" if new else "r+b") as fh:
+        with open(path, "r+b") as fh:
             os.ftruncate(fh.fileno(), size)
     except OSError as exc:
-        if new:  # leave nothing behind: an empty file would confuse the next attempt
-            with contextlib.suppress(OSError):
-                path.unlink()
+        raise InputError(
+            f"target {path}: cannot resize to {human_bytes(size)}: {exc.strerror}"
+        ) from None
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _create(path: Path, size: int) -> int:
+    """Create the new file ``path`` at ``size`` (sparse): ``O_CREAT|O_EXCL|O_NOFOLLOW`` in
+    its directory, so whatever is there already -- a file made meanwhile, a link -- is
+    refused and left as it is.  Returns the new file open for writing (the caller
+    closes it); a file made here that cannot take its size is removed again
+    (:func:`_remove_created`)."""
+    try:
+        dfd = os.open(path.parent, _DIR_FLAGS)
+    except OSError as exc:
+        raise InputError(f"target {path}: {path.parent}: {exc.strerror}") from None
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path.name, flags, 0o666, dir_fd=dfd)
+    except FileExistsError:
+        raise InputError(
+            f"target {path} appeared before tkbench could create it (another program "
+            "made it); it was left as it is"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"target {path}: cannot create it: {exc.strerror}") from None
+    finally:
+        os.close(dfd)
+    try:
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        # leave nothing behind: an empty file would confuse the next attempt
+        _remove_created(path, fd)
+        os.close(fd)
         raise InputError(
             f"target {path}: cannot create a {human_bytes(size)} file: {exc.strerror}"
         ) from None
+    return fd
+
+
+def _remove_created(path: Path, fd: int) -> None:
+    """Remove the file tkbench created at ``path`` and holds open as ``fd`` -- only if
+    the path still names that very file (its st_dev and st_ino: while it is open, no
+    other file can have them), never what replaced it."""
+    try:
+        dfd = os.open(path.parent, _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        mine = os.fstat(fd)
+        st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            os.unlink(path.name, dir_fd=dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 def _check_space(path: Path, size: int, *, new: bool) -> None:
