@@ -310,3 +310,67 @@ def test_a_marker_that_is_a_fifo_is_no_marker(tmp_path: Path) -> None:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     pytest.fail("reading a FIFO planted as a marker blocked")
+
+
+def _tkbench(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tkbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: fio is killed with it
+    )
+
+
+@needs_root
+@pytest.mark.fio
+def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: Path) -> None:
+    """A real volume run on a sticky shared directory, killed outright; another user
+    plants directories claiming it, with links to a root-owned file; ``run --resume``
+    refuses in one line (exit 3) and writes nothing; once they are gone it resumes."""
+    from tests.test_volume import SMALL
+
+    prof = tmp_path / "small.toml"
+    prof.write_text(SMALL, encoding="utf-8")
+    out = tmp_path / "run"
+    opts = ("--no-history", "--no-report")
+    proc = _tkbench(
+        "run", "--profile", str(prof), "--target", str(shared), "--out", str(out), *opts
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("tests/*/rounds/*.json")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    (real,) = list(shared.iterdir())
+    victim = shared.parent / "root-file"
+    victim.write_bytes(b"root's own data\n" * 100)
+    os.chmod(victim, 0o644)
+    manifest = json.loads((out / "manifest.json").read_text())
+    args = [str(shared), str(out.resolve()), manifest["run_id"], str(victim), os.uname().nodename]
+    _as_nobody(PLANT, *args)
+    planted = [p for p in shared.iterdir() if p != real]
+    assert len(planted) == 3
+    before = tree_state(shared.parent)
+
+    proc = _tkbench("run", "--resume", str(out), *opts)
+    _, err = proc.communicate(timeout=300)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 3, err
+    assert len(lines) == 1 and "refusing to reuse" in lines[0] and "uid 65534" in lines[0], err
+    assert tree_state(shared.parent) == before
+    assert victim.read_bytes() == b"root's own data\n" * 100
+
+    _as_nobody("import shutil, sys\nfor d in sys.argv[1:]: shutil.rmtree(d)", *map(str, planted))
+    proc = _tkbench("run", "--resume", str(out), *opts)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert list(shared.iterdir()) == []  # its working directory reused, then removed
+    assert f"reusing the working directory {real}" in (out / "events.log").read_text()
+    assert victim.read_bytes() == b"root's own data\n" * 100
