@@ -390,7 +390,8 @@ class VolumeTarget(Target):
             why = unproven(wd, run_id, mine)
             if why is not None:
                 raise SafetyError(
-                    f"refusing to reuse {wd.path} as this run's working directory: {why}"
+                    f"refusing to reuse {wd.path} as this run's working directory: {why} "
+                    "(remove it or move it away to resume with a new one)"
                 )
             reuse = reuse or wd
         for wd in dead:
