@@ -96,6 +96,26 @@ def _new_file_through_a_linked_directory(
     return str(tmp / "d" / "new.img"), str(tmp / "link" / "new.img"), []
 
 
+def _new_file_through_a_bind_mounted_directory(
+    tmp: Path, loops: LoopDevices, binds: list[Path]
+) -> tuple[str, str, list[str]]:
+    (tmp / "d").mkdir()
+    (tmp / "e").mkdir()
+    run(["mount", "--bind", str(tmp / "d"), str(tmp / "e")])
+    binds.append(tmp / "e")
+    return str(tmp / "d" / "new.img"), str(tmp / "e" / "new.img"), []
+
+
+def _a_new_file_on_a_filesystem_and_its_device(
+    tmp: Path, loops: LoopDevices, binds: list[Path]
+) -> tuple[str, str, list[str]]:
+    img = str(loops.tmp / f"loop{len(loops.devices)}.img")
+    dev = loops.create(32)
+    loops.mkfs(dev)
+    mnt = loops.mount(dev)
+    return str(mnt / "new.img"), dev, [img]
+
+
 def _new_file_and_a_dangling_link_to_it(
     tmp: Path, loops: LoopDevices, binds: list[Path]
 ) -> tuple[str, str, list[str]]:
@@ -142,7 +162,9 @@ def _partition_and_the_disks_backing_file(
         _hard_link,
         _bind_mounted_file,
         _new_file_through_a_linked_directory,
+        _new_file_through_a_bind_mounted_directory,
         _new_file_and_a_dangling_link_to_it,
+        _a_new_file_on_a_filesystem_and_its_device,
         _loop_and_its_backing_file,
         _two_loops_over_one_file,
         _partition_and_its_disk,
