@@ -243,22 +243,52 @@ class FileTarget(Target):
             raise
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
-        """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
+        """Deallocate every block of the file (the filesystem discards them) without
+        changing its size: a hole punched over all of it.  The file is never shrunk,
+        so an interrupt at any instant leaves it at its size, which a resume takes
+        (docs/resume.md).  A filesystem that cannot punch holes gets zeros written."""
         try:
-            with open(self.path, "r+b") as fh:
-                os.ftruncate(fh.fileno(), 0)
-                os.fsync(fh.fileno())
-                os.ftruncate(fh.fileno(), self.capacity)
-                os.fsync(fh.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError as exc:
-            raise DeviceError(f"{self.path}: cannot recreate file: {exc.strerror}") from None
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        try:
+            how = _punch_hole(fd, self.capacity)
+            os.fsync(fd)
+        except OSError as exc:
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         return _record(
             "file-recreate",
             False,
             [],
             t0,
-            ["regular file truncated to 0 and re-extended (sparse): not a drive purge"],
+            [f"regular file's blocks {how}, its size kept: not a drive purge"],
         )
+
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+def _punch_hole(fd: int, size: int) -> str:
+    """Deallocate ``size`` bytes of ``fd`` from its start, keeping the file's size:
+    ``fallocate(PUNCH_HOLE|KEEP_SIZE)``; where the filesystem cannot, zeros are
+    written over it.  Returns how (for the purge record)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fallocate = libc.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0:
+        return "deallocated (hole punched)"
+    err = ctypes.get_errno()
+    if err not in (errno.EOPNOTSUPP, errno.ENOSYS):
+        raise OSError(err, os.strerror(err))
+    zeros = bytes(1 << 20)
+    for offset in range(0, size, len(zeros)):
+        os.pwrite(fd, zeros[: min(len(zeros), size - offset)], offset)
+    return "overwritten with zeros (the filesystem cannot punch holes)"
 
 
 @dataclass
