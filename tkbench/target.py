@@ -78,16 +78,27 @@ class Target:
 
         return check_target(self.path, force=force)
 
-    def keep_mark(self, run: str, when: str) -> None:
+    def keep_mark(
+        self, run: str, when: str, *, ended: str | None, extent: list[tuple[int, int]]
+    ) -> str | None:
         """Mark the data a run leaves on the target as tkbench's, so that a signature
         its random data happens to form is not taken for someone's next time
         (:mod:`tkbench.device.owndata`): files and block devices, which are checked
-        for signatures; the other kinds are not."""
-        if self.marks_own_data:
-            from .device import owndata
-            from .device.safety import signature_pairs
+        for signatures; the other kinds are not.  ``ended``: the target's digest when
+        the run's writes ended; ``extent``: the byte ranges they reached.  Returns why
+        no mark was kept (None: kept, or not a kind that is marked)."""
+        if not self.marks_own_data:
+            return None
+        from .device import owndata
+        from .device.safety import signature_pairs
 
-            owndata.keep_mark(self.path, run, when, signature_pairs)
+        mark = owndata.keep_mark(self.path, run, when, signature_pairs, ended=ended, extent=extent)
+        if mark is None:
+            return (
+                "the target changed after the run's last write, could not be read, or "
+                "the marks' directory could not be written"
+            )
+        return None
 
     def confirm(
         self,
