@@ -113,6 +113,10 @@ class EngineOptions:
     # start each round's successor while it runs (docs/methodology.md); off: a new
     # fio after each round (the benchmark's baseline)
     back_to_back: bool = True
+    # called once every test is done and the writes have ended, before the manifest
+    # says complete (runs._execute keeps the own-data mark there, so that no signal
+    # between "complete" and the mark can lose it)
+    before_complete: Callable[[], None] | None = None
 
 
 def host_info() -> Host:
@@ -252,6 +256,8 @@ class Engine:
                 self.run_test(test, existing)
             cache.end()
             self._settle()
+            if self.options.before_complete is not None:
+                self.options.before_complete()
         except (KeyboardInterrupt, Interrupted):
             self._settle()
             store.log("interrupted: completed rounds are kept; continue with --resume")

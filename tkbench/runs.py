@@ -124,12 +124,17 @@ def _log_to(target: Target, store: RunStore) -> None:
 
 
 def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Manifest]:
-    """Continue an interrupted run in ``req.resume`` with the profile it was started with."""
+    """Continue an interrupted run in ``req.resume`` with the profile it was started with
+    (or, for a run stopped after its last round, return it for its checks)."""
     assert req.resume is not None
     root = req.resume
     data = load_run(root)
-    check_resumable(data)
     m = data.manifest
+    # stopped between its last round and its checks: those, the report and the
+    # history are left to do, and the caller does them (nothing is written here)
+    finish_only = m.status == "complete" and data.checks is None
+    if not finish_only:
+        check_resumable(data)
     if not m.profile.resolved or not m.target.spec:
         raise RunDirError(f"{root}: manifest lacks the profile or target needed to resume")
     prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
@@ -144,6 +149,9 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         )
     if req.size is not None and req.size != m.target.capacity_bytes:
         raise InputError("--size differs from the size the run was started with")
+    if finish_only:
+        RunStore.open(root).log("run resumed: its tests were complete; its checks follow")
+        return root, m
     runner = make_runner(list(m.fio_servers) or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
@@ -301,7 +309,9 @@ def _execute(
         if why:
             store.log(f"no mark of the data left on the target: {why}")
 
-    options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
+    # the mark is kept before the manifest says complete (a signal after that loses
+    # only the checks and the report, which a resume then makes)
+    options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop, before_complete=keep_mark)
     _log_to(target, store)
     # what the target needs while the run runs (a volume's working directory) goes
     # however the run ends
