@@ -13,8 +13,10 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fakes.helpers import LoopDevices
 
 from tests._helpers import STAGED_OFF, merged
 from tkbench import cli
@@ -36,7 +38,7 @@ OVERRIDES = [
 ]
 
 
-def _interrupted(out: Path, target: str) -> None:
+def _interrupted(out: Path, target: str, **kw: Any) -> None:
     """A run on ``target`` (relative to the working directory), stopped after a round."""
     rounds = out / "tests" / "iops" / "rounds"
 
@@ -46,11 +48,10 @@ def _interrupted(out: Path, target: str) -> None:
     req = RunRequest(
         profile="quick",
         target=target,
-        size=16 * MiB,
         out=out,
         overrides=merged(*OVERRIDES),
-        assume_yes=True,
         stop=stop,
+        **({"size": 16 * MiB, "assume_yes": True} | kw),
     )
     with pytest.raises(Interrupted):
         start(req)
@@ -67,9 +68,10 @@ def _sums(*paths: Path) -> dict[str, str]:
     return out
 
 
-def _resume(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def _resume(out: Path, capsys: pytest.CaptureFixture[str], *consent: str) -> tuple[int, str]:
     capsys.readouterr()
-    code = cli.main(["run", "--resume", str(out), "--yes", "--no-report", "--resume-gap", "3600"])
+    args = ["run", "--resume", str(out), *(consent or ["--yes"]), "--no-report"]
+    code = cli.main([*args, "--resume-gap", "3600"])
     return code, capsys.readouterr().err
 
 
@@ -194,3 +196,32 @@ def test_a_run_killed_while_writing_and_an_old_run_resume_and_say_so(
     code, err = _resume(old, capsys)
     assert code == 0, err
     assert "could not be proven to be the target the run wrote" in (old / "events.log").read_text()
+
+
+@pytest.mark.root
+def test_a_block_device_is_proven_by_its_resolved_path(
+    loops: LoopDevices, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A loop device has no serial: an edited manifest naming another of the same size
+    is refused by its path; the device the run wrote resumes."""
+    first, second = loops.create(16), loops.create(16)
+    out = tmp_path / "run"
+    _interrupted(out, first, size=None, assume_yes=False, confirm_id=Path(first).name)
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["target"]["resolved"] == first
+    manifest["target"]["spec"] = second
+    path.write_text(json.dumps(manifest))
+    before = _sums(out, Path(second))
+    code, err = _resume(out, capsys, "--confirm", Path(second).name)
+    assert code == 3, err
+    assert err.strip().splitlines() == [
+        f"tkbench: error: {second} is not the device this run wrote: {second} ≠ {first}"
+    ]
+    assert _sums(out, Path(second)) == before
+    manifest["target"]["spec"] = first
+    path.write_text(json.dumps(manifest))
+    code, err = _resume(out, capsys, "--confirm", Path(first).name)
+    assert code == 0, err
+    log = (out / "events.log").read_text()
+    assert f"target: {first} is {first}, the device the run wrote" in log
