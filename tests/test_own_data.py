@@ -207,6 +207,12 @@ def test_a_marked_block_device(loops: LoopDevices) -> None:
         check_target(dev)
     assert _keep(dev, "/runs/loop", "t", signature_pairs) is not None
     assert "jmicron_raid_member" in check_target(dev).notes[0]
+    # the same bytes on another drive (a clone): no licence there
+    other = loops.create(24)
+    helpers.run(["dd", f"if={dev}", f"of={other}", "bs=1M", "oflag=direct", "status=none"])
+    assert owndata.digest(other) == owndata.digest(dev)
+    with pytest.raises(SafetyError, match="jmicron_raid_member"):
+        check_target(other)
 
 
 # --------------------------------------------------------------------------- runs

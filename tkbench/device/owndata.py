@@ -113,7 +113,8 @@ class Mark:
 def identify_node(path: str) -> tuple[str, tuple[int, int, int], str]:
     """Which target ``path`` is: its resolved path; (device, inode, generation) of a
     regular file or (device number, 0, 0) of a block device; and a block device's
-    drive identity (serial or WWID from sysfs; empty when none).  Raises
+    drive identity (serial or WWID from sysfs, a loop device's backing file; empty
+    when none).  Raises
     :class:`OSError`."""
     resolved = os.path.realpath(path)
     fd = os.open(resolved, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -145,7 +146,8 @@ def inode_generation(fd: int) -> int:
 
 def _drive_identity(rdev: int) -> str:
     base = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
-    for name in ("device/serial", "device/wwid", "wwid", "serial"):
+    # a loop device has no serial: the file behind it says which one it is
+    for name in ("device/serial", "device/wwid", "wwid", "serial", "loop/backing_file"):
         with contextlib.suppress(OSError, UnicodeDecodeError):
             text = (base / name).read_text(encoding="utf-8").strip()
             if text:
