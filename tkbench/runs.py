@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cache
+from . import cache, targetproof
 from . import plan as planmod
 from . import profile as profilemod
 from .device.safety import Guarded
@@ -156,7 +156,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
     runner.version()
     target = open_target(tspec, create=False)
     _same_target(m.target, target)
-    proof = _prove_node(m.target, target)
+    proof = targetproof.prove_node(m.target, target)
     check_scope(prof, target)
     plan = _plan(prof, target)
     check_drop_caches(plan, runner.hosts)
@@ -165,7 +165,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         # started may still be writing: stop them before checking the target
         stopped = stop_leftovers(root)
         store = RunStore.open(root)
-        proof += _prove_data(store, m.target, target)
+        proof += targetproof.prove_data(store, m.target, target)
         guarded = _guard(target, req, plan)
         if stopped:
             store.log(f"stopped {len(stopped)} process(es) left by the interrupted run")
@@ -175,70 +175,6 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
             store.log(f"target: {line}")
         _log_guarded(guarded, store)
         return root, _execute(req, plan, target, runner, store, progress, guarded)
-
-
-def _prove_node(stored: TargetRecord, target: Target) -> list[str]:
-    """Refuse (SafetyError) a target that is not the file or device the run wrote: its
-    resolved path, and a regular file's device and inode, as the manifest recorded
-    them.  Returns what the run log says about the proof."""
-    if target.kind not in ("file", "block"):
-        return []
-    if stored.resolved is None:
-        return [
-            f"{target.spec} could not be proven to be the target the run wrote (a run "
-            "made before tkbench recorded its path and inode): resumed on its capacity"
-            + (" and serial" if target.kind == "block" else "")
-            + " as before"
-        ]
-    name = target.spec
-    resolved = os.path.realpath(target.path)
-    if target.kind == "block":
-        serial = str(target.identity.get("serial") or "")
-        known = serial not in ("", "unknown", Path(resolved).name)
-        if resolved != stored.resolved and not (known and serial == stored.ident("serial")):
-            raise SafetyError(
-                f"{name} is not the device this run wrote: {resolved} ≠ {stored.resolved}"
-            )
-        return [f"{name} is {resolved}, the device the run wrote (serial {serial or '?'})"]
-    if resolved != stored.resolved:
-        raise SafetyError(f"{name} is not the file this run wrote: {resolved} ≠ {stored.resolved}")
-    from .device.owndata import identify_node
-
-    _, (dev, ino, gen), _ = identify_node(resolved)
-    for what, now, then in (
-        ("device", dev, stored.st_dev),
-        ("inode", ino, stored.st_ino),
-        ("inode generation", gen, stored.st_gen),
-    ):
-        if then is not None and now != then:
-            raise SafetyError(f"{name} is not the file this run wrote: {what} {now} ≠ {then}")
-    return [f"{name} is {resolved}, device {dev} inode {ino}: the file the run wrote"]
-
-
-def _prove_data(store: RunStore, stored: TargetRecord, target: Target) -> list[str]:
-    """Refuse (SafetyError) a file target whose data changed since the run's writes
-    ended (``target.json``'s digest).  A run killed while writing has no digest of
-    what fio left: its data cannot be compared, and the log says so."""
-    if target.kind != "file" or stored.resolved is None:
-        return []
-    from .device import owndata
-
-    state = store.target_state()
-    if state is None or state.writing or not state.digest:
-        return [
-            f"the data on {target.spec} could not be compared: the run ended while it "
-            "was writing (killed), so no digest of what it left was taken"
-        ]
-    found = owndata.digest_within(target.path)
-    if found is None:
-        raise SafetyError(f"{target.spec} could not be read to prove it is the run's target")
-    digest, size = found
-    if (digest, size) != (state.digest, state.size):
-        raise SafetyError(
-            f"{target.spec} is not as this run left it: the digest of its first and last "
-            f"8 MiB is {digest[:12]} ≠ {state.digest[:12]} (written by something else since)"
-        )
-    return [f"{target.spec} holds the data the run left (digest {digest[:12]})"]
 
 
 def stop_leftovers(root: Path, proc_root: Path = Path("/proc"), wait: float = 10.0) -> list[int]:
@@ -445,14 +381,7 @@ def _check_junit_place(
 
 
 # the files a run directory holds at its top (a JUnit file may sit beside them)
-RUN_FILES = (
-    "manifest.json",
-    "checks.json",
-    "events.log",
-    "target.json",
-    "report.pdf",
-    "report.html",
-)
+RUN_FILES = ("manifest.json", "checks.json", "events.log", "report.pdf", "report.html")
 
 
 def _same(a: Path, b: Path) -> bool:
