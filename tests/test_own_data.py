@@ -251,6 +251,28 @@ def test_the_next_run_goes_on_over_a_signature_its_own_data_formed(tmp_path: Pat
 
 
 @pytest.mark.fio
+def test_a_filesystem_made_while_the_run_ends_gets_no_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process makes a filesystem on the target after the run's last write and
+    before its mark: the run keeps no mark (it says why), and the next run is refused."""
+    from tkbench.target import FileTarget
+
+    real = FileTarget.keep_mark
+
+    def mkfs_first(self: FileTarget, *args: Any, **kw: Any) -> str | None:
+        helpers.run(["mkfs.ext4", "-q", "-F", self.path])
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(FileTarget, "keep_mark", mkfs_first)
+    assert _run(tmp_path, "first") == 0
+    assert owndata.left_by_tkbench(str(tmp_path / "t.img")) is None
+    assert "no mark of the data left on the target: the target changed" in _log(tmp_path / "first")
+    monkeypatch.undo()
+    assert _run(tmp_path, "second") == 3
+
+
+@pytest.mark.fio
 def test_a_run_forced_over_a_filesystem_keeps_no_mark(tmp_path: Path) -> None:
     img = tmp_path / "t.img"
     with open(img, "wb") as fh:

@@ -289,7 +289,8 @@ def _punch_hole(fd: int, size: int) -> str:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    fallocate = libc.fallocate
+    # the 64-bit offset variant where off_t may be 32 bits (glibc on 32-bit hosts)
+    fallocate = getattr(libc, "fallocate64", None) or libc.fallocate
     fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     if fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0:
         return "deallocated (hole punched)"
