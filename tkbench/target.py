@@ -78,16 +78,27 @@ class Target:
 
         return check_target(self.path, force=force)
 
-    def keep_mark(self, run: str, when: str) -> None:
+    def keep_mark(
+        self, run: str, when: str, *, ended: str | None, extent: list[tuple[int, int]]
+    ) -> str | None:
         """Mark the data a run leaves on the target as tkbench's, so that a signature
         its random data happens to form is not taken for someone's next time
         (:mod:`tkbench.device.owndata`): files and block devices, which are checked
-        for signatures; the other kinds are not."""
-        if self.marks_own_data:
-            from .device import owndata
-            from .device.safety import signature_pairs
+        for signatures; the other kinds are not.  ``ended``: the target's digest when
+        the run's writes ended; ``extent``: the byte ranges they reached.  Returns why
+        no mark was kept (None: kept, or not a kind that is marked)."""
+        if not self.marks_own_data:
+            return None
+        from .device import owndata
+        from .device.safety import signature_pairs
 
-            owndata.keep_mark(self.path, run, when, signature_pairs)
+        mark = owndata.keep_mark(self.path, run, when, signature_pairs, ended=ended, extent=extent)
+        if mark is None:
+            return (
+                "the target changed after the run's last write, could not be read, or "
+                "the marks' directory could not be written"
+            )
+        return None
 
     def confirm(
         self,
@@ -246,22 +257,53 @@ class FileTarget(Target):
             os.close(fd)
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
-        """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
+        """Deallocate every block of the file (the filesystem discards them) without
+        changing its size: a hole punched over all of it.  The file is never shrunk,
+        so an interrupt at any instant leaves it at its size, which a resume takes
+        (docs/resume.md).  A filesystem that cannot punch holes gets zeros written."""
         try:
-            with open(self.path, "r+b") as fh:
-                os.ftruncate(fh.fileno(), 0)
-                os.fsync(fh.fileno())
-                os.ftruncate(fh.fileno(), self.capacity)
-                os.fsync(fh.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError as exc:
-            raise DeviceError(f"{self.path}: cannot recreate file: {exc.strerror}") from None
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        try:
+            how = _punch_hole(fd, self.capacity)
+            os.fsync(fd)
+        except OSError as exc:
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         return _record(
             "file-recreate",
             False,
             [],
             t0,
-            ["regular file truncated to 0 and re-extended (sparse): not a drive purge"],
+            [f"regular file's blocks {how}, its size kept: not a drive purge"],
         )
+
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+def _punch_hole(fd: int, size: int) -> str:
+    """Deallocate ``size`` bytes of ``fd`` from its start, keeping the file's size:
+    ``fallocate(PUNCH_HOLE|KEEP_SIZE)``; where the filesystem cannot, zeros are
+    written over it.  Returns how (for the purge record)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    # the 64-bit offset variant where off_t may be 32 bits (glibc on 32-bit hosts)
+    fallocate = getattr(libc, "fallocate64", None) or libc.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0:
+        return "deallocated (hole punched)"
+    err = ctypes.get_errno()
+    if err not in (errno.EOPNOTSUPP, errno.ENOSYS):
+        raise OSError(err, os.strerror(err))
+    zeros = bytes(1 << 20)
+    for offset in range(0, size, len(zeros)):
+        os.pwrite(fd, zeros[: min(len(zeros), size - offset)], offset)
+    return "overwritten with zeros (the filesystem cannot punch holes)"
 
 
 @dataclass
