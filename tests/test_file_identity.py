@@ -173,3 +173,34 @@ def test_an_old_postgres_history_gets_the_serials_of_files_and_exports(
         pg_server.sql(sql, name)
     _check_upgraded(pg_url, tmp_path, capsys)
     assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(5,)]
+
+
+# --------------------------------------------------------------------------- a fleet
+
+
+@pytest.mark.fio
+def test_a_fleet_of_two_files_started_beside_a_tkbench_folder_gives_two_drives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet's children are started so that a folder named ``tkbench`` in the
+    working directory (here a package of that name, which an import from the
+    working directory would take first) is not imported instead of tkbench, and
+    its two files are two drives in the history and on the dashboard."""
+    work = tmp_path / "work"
+    (work / "tkbench").mkdir(parents=True)
+    (work / "tkbench" / "__init__.py").write_text("")
+    monkeypatch.chdir(work)
+    db = str(tmp_path / "h.sqlite")
+    argv = ["run", "--profile", "quick", "--size", "8M", "--yes", "--no-report"]
+    argv += ["--history", db, "--out", str(tmp_path / "fleet"), "-q"]
+    argv += ["--target", str(tmp_path / "a.img"), "--target", str(tmp_path / "b.img")]
+    capsys.readouterr()
+    code = cli.main([*argv, *sets(*FAST, *TWO_IOPS_ROUNDS)])
+    err = capsys.readouterr().err
+    assert code == 0, err[-3000:]
+    found = drives(listed(db, capsys))
+    assert sorted(found.values()) == [["a.img"], ["b.img"]]
+    for (_, serial), (name,) in found.items():
+        assert serial.startswith(f"{(tmp_path / name).resolve()} on ")
+    site = build(history.open_history(db).entries(), 5.0, tmp_path / "site")
+    assert len(site.drives) == 2
