@@ -44,3 +44,19 @@ def test_round_overhead_runs_and_prints_its_figures(tmp_path: Path) -> None:
     assert m is not None, last
     assert all(math.isfinite(float(v)) for v in m.groups())
     assert float(m.group(4)) > 0  # tkbench measured IOPS, and so did hand-written fio
+
+
+@pytest.mark.fio
+def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """One repetition: the idle recovery test_emulator.py leaves to this benchmark."""
+    argv = [sys.executable, str(ROOT / "benchmarks" / "emulator_recovery.py"), "--reps", "1"]
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(
+        rf"idle_recovery_median={FIGURE} min={FIGURE} max={FIGURE} reps=1 load={FIGURE}", last
+    )
+    assert m is not None, last
+    assert float(m.group(1)) > 0 and m.group(1) == m.group(2) == m.group(3)
