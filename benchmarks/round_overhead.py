@@ -30,18 +30,23 @@ The last line is
 the points of a round; R: between rounds).  Exit status 1 if any point or
 round overlapped its predecessor.
 
-Last measured (fio 3.33, Debian 12, 2 cores shared with other work, loop
-device on a file in /tmp on ext4, defaults: 4 x 3 rounds of six 1-second
-points), twice in a row at a load average of 0.7-2.7:
+Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with five other
+jobs, loop device on a file in /tmp on ext4, defaults: 4 x 3 rounds of six
+1-second points, the quick profile's IOPS test alone), twice in a row at a load
+average of 2.3-7.6:
 
-    median_gap_ms=5.93 max_gap_ms=26.66 median_round_gap_ms=5.79 ratio=0.977
-    median_gap_ms=5.73 max_gap_ms=23.79 median_round_gap_ms=4.89 ratio=1.036
+    median_gap_ms=13.86 max_gap_ms=430.33 median_round_gap_ms=8.39 ratio=1.006
+    median_gap_ms=9.79 max_gap_ms=240.84 median_round_gap_ms=11.08 ratio=0.972
 
 No overlap in 60 gaps within and 8 between rounds each time; baselines in the
-same runs: a new fio per round 362-363 ms between rounds, stonewall 302 ms
-between points.  The ratio moves by a few per cent with the machine's other
-load (0.89 at a load average of 6); the gaps hardly do (medians 8.9 and 9.7 ms
-there).
+same runs: a new fio per round 526 and 362 ms between rounds, stonewall 302 ms
+between points.  The largest gaps (100-430 ms, a few of 60) come from the
+machine's other load; the medians stay near 10 ms.  Before (one idle-ish
+machine, November 2026): medians 5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.
+One of several shorter runs (``--runtime 0.2 --rounds 2 --reps 1``) at a load
+average of 6.4 hung in the hand-off of a round started ahead until it was
+stopped; the next such run completed: a hang of the engine's back-to-back
+rounds under load, not of this script, worth its own investigation.
 """
 
 from __future__ import annotations
