@@ -48,7 +48,7 @@ def test_round_overhead_runs_and_prints_its_figures(tmp_path: Path) -> None:
 
 @pytest.mark.fio
 def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
-    """One repetition: the idle recovery test_emulator.py leaves to this benchmark."""
+    """One repetition: the speed ratios test_emulator.py leaves to this benchmark."""
     argv = [sys.executable, str(ROOT / "benchmarks" / "emulator_recovery.py"), "--reps", "1"]
     done = subprocess.run(
         argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300, check=False
@@ -56,7 +56,9 @@ def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     m = re.fullmatch(
-        rf"idle_recovery_median={FIGURE} min={FIGURE} max={FIGURE} reps=1 load={FIGURE}", last
+        rf"idle_recovery_median={FIGURE} min={FIGURE} max={FIGURE} "
+        rf"fresh_over_steady={FIGURE} purged_over_steady={FIGURE} reps=1 load={FIGURE}",
+        last,
     )
     assert m is not None, last
     assert float(m.group(1)) > 0 and m.group(1) == m.group(2) == m.group(3)

@@ -448,17 +448,29 @@ def test_fio_verify_and_nbd_readback(emu: Any) -> None:
         assert back[2 * PAGE :] == payload[2 * PAGE - 7 : 3 * PAGE - 7]
 
 
+def fresh_steady_purged(uri: str) -> tuple[float, float, float]:
+    """Random-write IOPS of a new 16 MiB emulator: fresh, after 4x its capacity of
+    random writes, and after a purge (whole trim).  Also benchmarks/emulator_recovery.py's."""
+    fresh = iops(fio(uri, "randwrite", runtime="700ms"))
+    fio(uri, "randwrite", runtime=None, io_size="32M", iodepth=16)  # 2 x 32M = 4x capacity
+    steady = iops(fio(uri, "randwrite", runtime="700ms"))
+    nbd.trim(uri)  # purge
+    purged = iops(fio(uri, "randwrite", runtime="700ms"))
+    return fresh, steady, purged
+
+
 @pytest.mark.fio
-def test_fresh_is_faster_than_after_sustained_random_writes_and_purge_restores(emu: Any) -> None:
+def test_sustained_random_writes_cost_gc_and_a_purge_is_seen(emu: Any) -> None:
+    """Sustained random writes make the emulator collect garbage and the whole trim
+    purges it.  How much slower the steady state is and how much a purge restores
+    are speed ratios a busy CPU shrinks: benchmarks/emulator_recovery.py measures
+    them; the flash model asserts both in its own time
+    (test_sustained_random_writes_raise_wa_and_slow_down,
+    test_whole_trim_is_a_purge_and_partial_trim_frees_pages)."""
     e = emu("16M")
-    fresh = iops(fio(e.uri, "randwrite", runtime="700ms"))
-    fio(e.uri, "randwrite", runtime=None, io_size="32M", iodepth=16)  # 2 x 32M = 4x capacity
-    steady = iops(fio(e.uri, "randwrite", runtime="700ms"))
-    nbd.trim(e.uri)  # purge
-    purged = iops(fio(e.uri, "randwrite", runtime="700ms"))
+    measured = fresh_steady_purged(e.uri)
     stats = stop_and_stats(e)
-    assert fresh > 1.5 * steady, (fresh, steady, stats)
-    assert purged > 1.3 * steady and purged > 0.8 * fresh, (fresh, steady, purged)
+    assert all(v > 0 for v in measured), measured
     assert stats["purges"] >= 1
     assert stats["write_amplification"] > 1.5
 
