@@ -515,8 +515,14 @@ def is_fleet(root: Path) -> bool:
 
 
 def child_command(args: Sequence[str]) -> list[str]:
-    """The child: this very tkbench, ``python -m tkbench``."""
-    return [sys.executable, "-m", "tkbench", *args]
+    """The child: this very tkbench, whatever the working directory holds.  ``python
+    -m tkbench`` would look in the working directory first and import a folder named
+    ``tkbench`` there instead; ``-P`` leaves it off the module path, and the
+    directory this package was imported from goes first."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = f"import sys; sys.path.insert(0, {root!r}); from tkbench.cli import main; "
+    code += "sys.exit(main())"
+    return [sys.executable, "-P", "-c", code, *args]
 
 
 @dataclass

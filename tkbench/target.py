@@ -604,12 +604,23 @@ def check_direct_io(path: str) -> None:
 
 
 def _file_identity(path: Path, size: int, where: Path | None = None) -> dict[str, Any]:
-    st_dev = (where or path).stat().st_dev
+    """A regular file's identity.  Its serial, which tells it from every other file
+    target night after night (the history's "drive"), is its resolved path on its
+    filesystem's UUID (else the filesystem's source and mount point,
+    :func:`tkbench.volume.volume_serial`); its inode is recorded beside it (not in
+    the serial: a file created by its first run has none yet, and a file made anew
+    at the same path is still the lab's same target)."""
+    from .volume import filesystem_serial
+
+    st = (where or path).stat()
+    extra: dict[str, Any] = {} if where is not None else {"inode": st.st_ino}
+    st_dev = st.st_dev
     return {
         "kind": "file",
         "path": str(path),
         "model": "regular file",
-        "serial": "unknown",
+        "serial": f"{path} on {filesystem_serial(st_dev)}",
+        **extra,
         "firmware": "unknown",
         "capacity_bytes": size,
         "logical_sector": 512,
@@ -647,7 +658,7 @@ def _open_nbd(spec: str, size: int | None) -> Target:
         "kind": "nbd",
         "uri": spec,
         "model": "NBD export",
-        "serial": "unknown",
+        "serial": nbd.parse_uri(spec).serial,
         "firmware": "unknown",
         "capacity_bytes": info.size,
         "logical_sector": sector,

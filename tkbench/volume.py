@@ -284,6 +284,12 @@ def volume_serial(mount: dict[str, str]) -> str:
     return f"{source} at {mount.get('mount_point', 'unknown')}"
 
 
+def filesystem_serial(st_dev: int) -> str:
+    """:func:`volume_serial` of the filesystem of a device number (``st_dev``): what
+    tells a file target's filesystem from another (tkbench.target)."""
+    return volume_serial(_mount(st_dev))
+
+
 def probe_direct_io(directory: Path) -> bool | None:
     """Whether the filesystem takes O_DIRECT: an unnamed temporary file (O_TMPFILE,
     gone when closed, never visible in the directory) opened with O_DIRECT.  None when
