@@ -329,6 +329,7 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     plants directories claiming it, with links to a root-owned file; ``run --resume``
     refuses in one line (exit 3) and writes nothing; once they are gone it resumes."""
     from tests.test_volume import SMALL
+    from tkbench.runs import stop_leftovers
 
     prof = tmp_path / "small.toml"
     prof.write_text(SMALL, encoding="utf-8")
@@ -348,6 +349,10 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    # fio runs in a session of its own and outlives a tkbench killed outright (its
+    # round started ahead, too): stop it as a crash of the machine would, so that the
+    # files are still from here on and only the resume could change them
+    stop_leftovers(out)
     (real,) = list(shared.iterdir())
     victim = shared.parent / "root-file"
     victim.write_bytes(b"root's own data\n" * 100)

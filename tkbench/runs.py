@@ -155,8 +155,10 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
     runner = make_runner(list(m.fio_servers) or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
-    _same_target(m.target, target)
+    # the node first: it names what differs (path, inode, generation), where a file's
+    # serial (its path on its filesystem) would only say that the serials differ
     proof = targetproof.prove_node(m.target, target)
+    _same_target(m.target, target)
     check_scope(prof, target)
     plan = _plan(prof, target)
     check_drop_caches(plan, runner.hosts)
