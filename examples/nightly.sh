@@ -18,7 +18,10 @@
 #     rebooted, the run was stopped) is resumed: `tkbench run --resume`, which
 #     keeps the finished tests and the interrupted test's rounds and, after the
 #     idle, preconditions that test again (write saturation: starts it over;
-#     docs/resume.md);
+#     docs/resume.md); so is one that completed its rounds but was stopped
+#     before its checks were written (no checks.json): the resume writes
+#     nothing to the drive and makes the checks, the report and the history
+#     entry;
 #   * otherwise a new RESULTS_DIR/run-YYYYmmdd-HHMMSS starts with the options
 #     given after RESULTS_DIR;
 #   * either way the JSON summary goes to RUN/summary.json, the PASS/FAIL checks
@@ -53,8 +56,14 @@ status_of() {  # the status in a run's manifest, or "unreadable"
         echo unreadable
 }
 
+unfinished() {  # not complete, or complete but stopped before its checks were made
+    local status
+    status=$(status_of "$1")
+    [ "$status" != unreadable ] && { [ "$status" != complete ] || [ ! -e "$1/checks.json" ]; }
+}
+
 last=$(find "$results" -maxdepth 1 -name 'run-*' -type d | sort | tail -n 1)
-if [ -n "$last" ] && [ "$(status_of "$last")" != complete ] && [ "$(status_of "$last")" != unreadable ]; then
+if [ -n "$last" ] && unfinished "$last"; then
     run=$last
     echo "$(date -Is) nightly: resuming $run"
     args=(run --resume "$run" --target "$target")

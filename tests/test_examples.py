@@ -100,6 +100,17 @@ def test_nightly_script_interrupted_resumed_and_run_again(tmp_path: Path) -> Non
     checks = json.loads((night2 / "checks.json").read_text())
     assert Path(checks["baseline"]).resolve() == night1.resolve()
     assert any(c["kind"] == "regression" for c in checks["checks"])
+    # night 2 as if the rig had stopped between its last round and its checks: the
+    # next invocation finishes it (checks, report) instead of starting night 3
+    (night2 / "checks.json").unlink()
+    rounds = sorted(p.name for p in night2.glob("tests/*/rounds/*.json"))
+    time.sleep(1.1)
+    code, log = _finish(_nightly(tmp_path, *args))
+    assert code == 0, log
+    assert f"resuming {night2}" in log
+    assert _runs(tmp_path) == [night1, night2]
+    assert json.loads((night2 / "checks.json").read_text())["checks"]
+    assert sorted(p.name for p in night2.glob("tests/*/rounds/*.json")) == rounds
 
 
 def test_nightly_script_without_arguments() -> None:

@@ -120,7 +120,9 @@ def test_kept_runs_give_the_same_entries_on_both_backends(
     for where in (lite, pg_url):
         emu = listed(where, capsys, "--model", "tkbench SSD emulator")
         assert [Path(e["run_dir"]).name for e in emu] == ["emu"]
-        assert len(listed(where, capsys, "--serial", "unknown")) == 4
+        assert listed(where, capsys, "--serial", "unknown") == []
+        drive = "/tmp/tkbench-rundirs/drive.img on vm, filesystem not recorded"
+        assert len(listed(where, capsys, "--serial", drive)) == 2  # file-a, file-b
         assert listed(where, capsys, "--since", "2026-11-25") == []
         assert len(listed(where, capsys, "--since", "2026-11-22")) == 4
         first = min(e["started"] for e in from_sqlite)
@@ -281,13 +283,17 @@ def test_an_older_sqlite_history_is_read_as_is_and_upgraded_on_first_write(
     code, _, err = tk(["history", "import", "--history", str(db), "--rig", "r", str(b)], capsys)
     assert code == 0, err
     with sqlite3.connect(db) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 4
+        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 5
         columns = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
         assert columns[-5:] == ["rig", "run_id", "indexed_on", "repeats", "volume"]
         indexes = [r[1] for r in con.execute("PRAGMA index_list(runs)")]
         assert "runs_run_id" in indexes
     entries = listed(str(db), capsys)
-    assert entries[0] == old  # the old entry, untouched
+    # the old entry, untouched but for the serial of its file (history version 5)
+    assert entries[0] == {
+        **old,
+        "serial": "/tmp/tkbench-rundirs/drive.img on vm, filesystem not recorded",
+    }
     assert (entries[1]["run_id"], entries[1]["rig"]) == (rid, "r")
 
 
@@ -350,7 +356,7 @@ def test_a_postgres_history_is_versioned(
     ]
     history_.check_usable()
     assert tk(["history", "import", "--history", pg_url, str(RUNDIRS / "emu")], capsys)[0] == 0
-    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(4,)]
+    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(5,)]
     cols = pg_server.sql(
         "SELECT column_name, data_type FROM information_schema.columns "
         "WHERE table_name = 'runs' ORDER BY ordinal_position",
@@ -359,7 +365,7 @@ def test_a_postgres_history_is_versioned(
     stored = ["rig", "run_id", "indexed_on", "repeats", "volume"]
     assert [c for c, _ in cols] == [*history.COLUMNS[:-4], *stored]
     assert dict(cols)["capacity"] == "bigint" and dict(cols)["started"] == "double precision"
-    pg_server.sql("UPDATE tkbench_schema SET version = 5", name)
+    pg_server.sql("UPDATE tkbench_schema SET version = 6", name)
     for argv in (["history"], ["history", "import", str(RUNDIRS / "emu")]):
         refused_one_line([*argv, "--history", pg_url], capsys, "written by a newer tkbench")
 
@@ -415,7 +421,7 @@ def test_two_processes_index_runs_into_a_new_postgres_history_at_once(
         str(d.resolve()) for dirs in rigs.values() for d in dirs
     }
     name = pg_url.split("/")[3].split("?")[0]
-    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(4,)]
+    assert pg_server.sql("SELECT version FROM tkbench_schema", name) == [(5,)]
 
 
 @pytest.mark.postgres

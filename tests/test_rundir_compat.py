@@ -24,6 +24,7 @@ import pytest
 
 from tests import _rundir_outputs as outputs
 from tkbench import cli
+from tkbench.errors import RunDirError
 from tkbench.store import SCHEMA, load_run
 
 RUNDIRS = outputs.RUNDIRS
@@ -200,3 +201,33 @@ def test_report_of_a_kept_run(name: str, tmp_path: Path) -> None:
     assert pdf.read_bytes().startswith(b"%PDF-")
     assert pdf.with_suffix(".html").stat().st_size > 0
     assert tree_digest(RUNDIRS / name) == before
+
+
+def test_kept_runs_have_no_target_proof_and_load_as_before(tmp_path: Path) -> None:
+    """The resume proof's fields (docs/resume.md) are absent from every kept run: they
+    read as None, and writing such a manifest back leaves them out, so an older tkbench
+    reads it as it always did."""
+    from tkbench.records import Manifest, TargetState
+    from tkbench.records.base import dump
+
+    for name in outputs.RUNS:
+        path = RUNDIRS / name / "manifest.json"
+        raw = json.loads(path.read_text())
+        m = Manifest.load_checked(raw, path)
+        assert (m.target.resolved, m.target.st_dev, m.target.st_ino, m.target.st_gen) == (
+            None,
+            None,
+            None,
+            None,
+        )
+        assert dump(m.target) == raw["target"]
+        assert not (RUNDIRS / name / "target.json").exists()
+    # a manifest with them keeps them; a target.json of a newer format is refused
+    raw["target"].update(resolved="/srv/t.img", st_dev=64768, st_ino=12, st_gen=7)
+    m = Manifest.load_checked(raw, path)
+    assert (m.target.resolved, m.target.st_ino, m.target.st_gen) == ("/srv/t.img", 12, 7)
+    assert m.to_json()["schema"] == SCHEMA == 1
+    state = {"schema": 1, "size": 1, "digest": "ab", "writing": False, "at": 1.0}
+    assert TargetState.load(state, tmp_path / "target.json").digest == "ab"
+    with pytest.raises(RunDirError, match="newer tkbench"):
+        TargetState.load({**state, "schema": 2}, tmp_path / "target.json")

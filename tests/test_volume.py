@@ -156,7 +156,14 @@ def _stale(where: Path, run_dir: Path, name: str = "tkbench-old") -> Path:
     d = where / name
     d.mkdir()
     (d / "p000_4k_0-100.0.0").write_bytes(b"x" * 4096)
-    marker = {"run_dir": str(run_dir.resolve()), "pid": _dead_pid(), "host": os.uname().nodename}
+    st = d.stat()
+    marker = {
+        "run_dir": str(run_dir.resolve()),
+        "pid": _dead_pid(),
+        "host": os.uname().nodename,
+        "dev": st.st_dev,
+        "ino": st.st_ino,
+    }
     (d / MARKER).write_text(json.dumps(marker), encoding="utf-8")
     return d
 

@@ -4,7 +4,7 @@ acceptance criteria (docs/volume.md, "Nights compared"; docs/automation.md).
 Real runs, reduced to seconds, on an ext4 filesystem on a loop device: a bulk-I/O
 sweep, two nights of a copy test and a virtual-file test.  The history keeps their
 figures on both backends (PostgreSQL on a real server, tests/_postgres.py) and brings
-a version-3 history up to version 4 on first write.
+a version-3 history up to the current version on first write.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_a_version_3_sqlite_history_gains_the_volume_figures(
         assert con.execute("PRAGMA user_version").fetchone()[0] == 3
     _tk(["history", "import", "--history", str(db), *map(str, runs.values())], capsys)
     with sqlite3.connect(db) as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 4
+        assert con.execute("PRAGMA user_version").fetchone()[0] == history.HISTORY_VERSION == 5
         assert "volume" in [r[1] for r in con.execute("PRAGMA table_info(runs)")]
     entries = json.loads(_tk(["history", "--history", str(db), "--json"], capsys))
     _check_figures(entries, runs, capsys)
@@ -162,7 +162,7 @@ def test_a_version_3_postgres_history_gains_the_volume_figures(
 ) -> None:
     name = pg_server.old_history(pg_url, 3)
     _tk(["history", "import", "--history", pg_url, *map(str, runs.values())], capsys)
-    assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(4,)]
+    assert pg_server.sql(f"SELECT version FROM {schema.VERSION_TABLE}", name) == [(5,)]
     entries = json.loads(_tk(["history", "--history", pg_url, "--json"], capsys))
     _check_figures(entries, runs, capsys)
 

@@ -59,6 +59,7 @@ from .records import (
     Round,
     Series,
     TargetRecord,
+    TargetState,
     TestPlan,
 )
 from .records.base import dump
@@ -112,6 +113,10 @@ class EngineOptions:
     # start each round's successor while it runs (docs/methodology.md); off: a new
     # fio after each round (the benchmark's baseline)
     back_to_back: bool = True
+    # called once every test is done and the writes have ended, before the manifest
+    # says complete (runs._execute keeps the own-data mark there, so that no signal
+    # between "complete" and the mark can lose it)
+    before_complete: Callable[[], None] | None = None
 
 
 def host_info() -> Host:
@@ -161,19 +166,36 @@ def new_manifest(
         profile=ProfileRef(
             name=plan.profile.name, source=plan.profile.source, resolved=plan.profile.resolved
         ),
-        target=TargetRecord(
-            spec=target.spec,
-            kind=target.kind,
-            path=target.path,
-            capacity_bytes=target.capacity,
-            logical_sector=target.logical_sector,
-            identity=target.identity,
-        ),
+        target=target_record(target),
         active_bytes=plan.active_bytes,
         tests=tuple(t.name for t in plan.tests),
         plan_notes=tuple(plan.notes),
         status="running",
         started=time.time(),
+    )
+
+
+def target_record(target: Target) -> TargetRecord:
+    """The manifest's record of ``target``, with what proves it on a resume: the
+    resolved path of a file or block device, a regular file's device and inode."""
+    from .device.owndata import identify_node
+
+    resolved = node = None
+    if target.kind == "block":
+        resolved = os.path.realpath(target.path)
+    elif target.kind == "file":  # it exists: a run creates it before its manifest
+        resolved, node, _ = identify_node(target.path)
+    return TargetRecord(
+        spec=target.spec,
+        kind=target.kind,
+        path=target.path,
+        capacity_bytes=target.capacity,
+        logical_sector=target.logical_sector,
+        identity=target.identity,
+        resolved=resolved,
+        st_dev=node[0] if node else None,
+        st_ino=node[1] if node else None,
+        st_gen=node[2] if node else None,
     )
 
 
@@ -197,6 +219,20 @@ class Engine:
         # started): only then is the data the run leaves tkbench's (runs._execute)
         self.wrote = False
         self._runtime: Path | None = None  # the run's private hand-off directory
+        # the byte ranges [start, end) its writes reached: all of the target for a
+        # purge, a test's active range for its fio runs (what a mark may vouch for)
+        self.extent: set[tuple[int, int]] = set()
+        # the target's digest (tkbench.device.owndata.digest) once this engine's
+        # writes had ended, however the run ended; None: not taken (nothing written,
+        # not a target marked, or unreadable)
+        self.ended_digest: str | None = None
+
+    def _writing(self, test: PlannedTest | None) -> None:
+        """A write of the target begins: a fio run of ``test`` (its active range), or
+        a purge (``None``: the whole target)."""
+        self.wrote = True
+        end = test.active_bytes if test is not None and test.active_bytes else 0
+        self.extent.add((0, end or self.target.capacity))
 
     # ------------------------------------------------------------------ run
     def run(self) -> Manifest:
@@ -208,6 +244,7 @@ class Engine:
         setting = self.plan.profile.workload.write_cache
         cache = self.target.write_cache(setting, RunRecordSink(store))
         try:
+            self._target_state(writing=True)
             cache.begin()
             for test in self.plan.tests:
                 self._check_stop()
@@ -219,7 +256,11 @@ class Engine:
                     test = self._derive(test, existing)
                 self.run_test(test, existing)
             cache.end()
+            self._settle()
+            if self.options.before_complete is not None:
+                self.options.before_complete()
         except (KeyboardInterrupt, Interrupted):
+            self._settle()
             store.log("interrupted: completed rounds are kept; continue with --resume")
             store.update_manifest(status="interrupted", ended=time.time())
             raise Interrupted(
@@ -227,10 +268,12 @@ class Engine:
                 f"tkbench run --resume {store.root}"
             ) from None
         except TkbenchError as exc:
+            self._settle()
             store.log(f"failed: {exc}")
             store.update_manifest(status="failed", ended=time.time(), error=str(exc))
             raise
         except Exception as exc:  # a bug: keep the run directory truthful, then report it
+            self._settle()
             why = f"internal error: {type(exc).__name__}: {exc}"
             store.log(f"failed: {why}")
             store.update_manifest(status="failed", ended=time.time(), error=why)
@@ -244,6 +287,36 @@ class Engine:
         self.progress.event("run_done", manifest=manifest)
         shutil.rmtree(store.root / ".scratch", ignore_errors=True)
         return manifest
+
+    def _target_state(self, writing: bool, found: tuple[str, int] | None = None) -> None:
+        """``target.json`` of a regular-file target (the proof a resume checks,
+        docs/resume.md): ``writing`` from before the first write of a session until its
+        writes have ended, then the digest ``found`` then."""
+        if self.target.kind != "file":
+            return
+        before = self.store.target_state()
+        digest, size = found or ((before.digest, before.size) if before else ("", 0))
+        state = TargetState(size=size, digest=digest, writing=writing, at=time.time())
+        self.store.save_target_state(state)
+
+    def _settle(self) -> None:
+        """The writes of this session have ended (every fio stopped, however the run
+        ends): take the target's digest, for the mark and for ``target.json``.  Never
+        fails the run (an unreadable target or a full results filesystem leave the
+        proof open: a resume then compares what it can, and says so)."""
+        if self.ended_digest is not None or not self.target.marks_own_data:
+            return
+        from .device import owndata
+
+        found = owndata.digest_within(self.target.path)
+        if found is None:
+            self.store.log(f"cannot read {self.target.spec} for its digest after the run")
+            return
+        self.ended_digest = found[0]
+        try:
+            self._target_state(writing=False, found=found)
+        except (OSError, TkbenchError) as exc:
+            self.store.log(f"target.json not written: {exc}")
 
     def _check_stop(self) -> None:
         if self.options.stop():
@@ -345,7 +418,10 @@ class Engine:
         self.progress.event("phase", test=test, phase="purge")
         t0 = time.time()
         profile = self.plan.profile
-        self.wrote = True
+        if profile.purge.method != "none":
+            self._writing(None)
+        else:
+            self.wrote = True
         try:
             record = self.target.purge(profile.purge.method, profile.purge.allow_fallback)
         except DeviceError as exc:
@@ -447,7 +523,7 @@ class Engine:
 
         on_line = StatusStream(labels, show).feed
         try:
-            self.wrote = True
+            self._writing(test)
             run = self.runner.run(
                 path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
             )
@@ -784,7 +860,7 @@ class Engine:
         workdir, path = self._jobfile(text)
         timeout = shift + test.round_seconds + self.options.fio_timeout_margin
         try:
-            self.wrote = True
+            self._writing(test)
             process = self.runner.start(
                 path, workdir, json_plus=test.spec.histogram, timeout=timeout
             )

@@ -87,6 +87,13 @@ class NbdAddress:
     def uri(self) -> str:
         return f"nbd+unix:///{quote(self.export, safe='')}?socket={quote(self.socket, safe='/')}"
 
+    @property
+    def serial(self) -> str:
+        """What tells this export from another, as a drive's serial does (the history's
+        runs of "the same drive"): its name and its server's socket."""
+        name = f"export {self.export!r}" if self.export else "default export"
+        return f"{name} on {self.socket}"
+
 
 @dataclass(frozen=True)
 class ExportInfo:

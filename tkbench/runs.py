@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cache
+from . import cache, targetproof
 from . import plan as planmod
 from . import profile as profilemod
 from .device.safety import Guarded
@@ -124,12 +124,17 @@ def _log_to(target: Target, store: RunStore) -> None:
 
 
 def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Manifest]:
-    """Continue an interrupted run in ``req.resume`` with the profile it was started with."""
+    """Continue an interrupted run in ``req.resume`` with the profile it was started with
+    (or, for a run stopped after its last round, return it for its checks)."""
     assert req.resume is not None
     root = req.resume
     data = load_run(root)
-    check_resumable(data)
     m = data.manifest
+    # stopped between its last round and its checks: those, the report and the
+    # history are left to do, and the caller does them (nothing is written here)
+    finish_only = m.status == "complete" and data.checks is None
+    if not finish_only:
+        check_resumable(data)
     if not m.profile.resolved or not m.target.spec:
         raise RunDirError(f"{root}: manifest lacks the profile or target needed to resume")
     prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
@@ -144,9 +149,15 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         )
     if req.size is not None and req.size != m.target.capacity_bytes:
         raise InputError("--size differs from the size the run was started with")
+    if finish_only:
+        RunStore.open(root).log("run resumed: its tests were complete; its checks follow")
+        return root, m
     runner = make_runner(list(m.fio_servers) or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
+    # the node first: it names what differs (path, inode, generation), where a file's
+    # serial (its path on its filesystem) would only say that the serials differ
+    proof = targetproof.prove_node(m.target, target)
     _same_target(m.target, target)
     check_scope(prof, target)
     plan = _plan(prof, target)
@@ -155,12 +166,15 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         # the run's tkbench is gone (we hold its lock); fio and hand-off processes it
         # started may still be writing: stop them before checking the target
         stopped = stop_leftovers(root)
-        guarded = _guard(target, req, plan)
         store = RunStore.open(root)
+        proof += targetproof.prove_data(store, m.target, target)
+        guarded = _guard(target, req, plan)
         if stopped:
             store.log(f"stopped {len(stopped)} process(es) left by the interrupted run")
         store.update_manifest(status="running", ended=None, error=None)
         store.log("run resumed")
+        for line in proof:
+            store.log(f"target: {line}")
         _log_guarded(guarded, store)
         return root, _execute(req, plan, target, runner, store, progress, guarded)
 
@@ -212,7 +226,30 @@ def _execute(
     progress: Progress | None,
     guarded: Guarded,
 ) -> Manifest:
-    options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop)
+    kept: list[bool] = []
+
+    def keep_mark() -> None:
+        # the data the run leaves is tkbench's, however the run ended -- if it wrote
+        # this host's target, and was not forced over someone's data (a remnant of
+        # theirs never becomes tkbench's)
+        if kept or not engine.wrote or guarded.forced or runner.hosts:
+            return
+        kept.append(True)
+        try:
+            why = target.keep_mark(
+                str(store.root.absolute()),
+                timestamp(),
+                ended=engine.ended_digest,
+                extent=sorted(engine.extent),
+            )
+        except Exception as exc:  # never the run's outcome: it is told, not raised
+            why = str(exc)
+        if why:
+            store.log(f"no mark of the data left on the target: {why}")
+
+    # the mark is kept before the manifest says complete (a signal after that loses
+    # only the checks and the report, which a resume then makes)
+    options = EngineOptions(resume_gap=req.resume_gap, stop=req.stop, before_complete=keep_mark)
     _log_to(target, store)
     # what the target needs while the run runs (a volume's working directory) goes
     # however the run ends
@@ -221,14 +258,7 @@ def _execute(
         with target.workspace(store.root):
             return engine.run()
     finally:
-        # the data the run leaves is tkbench's, however the run ended -- if it wrote
-        # this host's target, and was not forced over someone's data (a remnant of
-        # theirs never becomes tkbench's)
-        if engine.wrote and not guarded.forced and not runner.hosts:
-            try:
-                target.keep_mark(str(store.root.absolute()), timestamp())
-            except Exception as exc:  # never the run's outcome: it is told, not raised
-                store.log(f"no mark of the data left on the target: {exc}")
+        keep_mark()
 
 
 def _log_guarded(guarded: Guarded, store: RunStore) -> None:

@@ -4,6 +4,7 @@ Layout (docs/run-directory.md describes every file)::
 
     RUN/manifest.json                 schema, versions, host, target, profile, status
     RUN/events.log                    human-readable, timestamped log (append-only)
+    RUN/target.json                   a file target's identity and digest when the writes ended
     RUN/tests/<test>/test.json        the planned test (points, tracking, limits)
     RUN/tests/<test>/purge.json       purge record
     RUN/tests/<test>/health-before.json, health-after.json  SMART/health snapshots (block devices)
@@ -46,6 +47,7 @@ from .records import (
     ResponseHistogram,
     Result,
     Round,
+    TargetState,
     TestPlan,
 )
 from .units import timestamp
@@ -54,6 +56,7 @@ __all__ = ["SCHEMA", "RunData", "RunStore", "TestData", "load_run"]
 
 R = TypeVar("R")
 MANIFEST = "manifest.json"
+TARGET_STATE = "target.json"  # the data a regular-file target was left with (resume proof)
 _ROUND_RE = re.compile(r"^(\d{4,})\.json$")
 PARTS_SUFFIX = ".parts"  # rounds/0001.parts/: the parts of a stage run in parts
 
@@ -402,6 +405,14 @@ class RunStore:
 
     def save_result(self, test: str, result: Result) -> None:
         write_record(self.test_dir(test) / "result.json", result)
+
+    def save_target_state(self, state: TargetState) -> None:
+        """``target.json``, written atomically (the resume's proof of a file target)."""
+        write_record(self.root / TARGET_STATE, state)
+
+    def target_state(self) -> TargetState | None:
+        """``target.json`` as last written; None for runs made before it was kept."""
+        return _read_optional(self.root / TARGET_STATE, TargetState)
 
     # ----------------------------------------------------------------- reading
     def load(self) -> RunData:

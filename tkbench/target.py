@@ -78,16 +78,27 @@ class Target:
 
         return check_target(self.path, force=force)
 
-    def keep_mark(self, run: str, when: str) -> None:
+    def keep_mark(
+        self, run: str, when: str, *, ended: str | None, extent: list[tuple[int, int]]
+    ) -> str | None:
         """Mark the data a run leaves on the target as tkbench's, so that a signature
         its random data happens to form is not taken for someone's next time
         (:mod:`tkbench.device.owndata`): files and block devices, which are checked
-        for signatures; the other kinds are not."""
-        if self.marks_own_data:
-            from .device import owndata
-            from .device.safety import signature_pairs
+        for signatures; the other kinds are not.  ``ended``: the target's digest when
+        the run's writes ended; ``extent``: the byte ranges they reached.  Returns why
+        no mark was kept (None: kept, or not a kind that is marked)."""
+        if not self.marks_own_data:
+            return None
+        from .device import owndata
+        from .device.safety import signature_pairs
 
-            owndata.keep_mark(self.path, run, when, signature_pairs)
+        mark = owndata.keep_mark(self.path, run, when, signature_pairs, ended=ended, extent=extent)
+        if mark is None:
+            return (
+                "the target changed after the run's last write, could not be read, or "
+                "the marks' directory could not be written"
+            )
+        return None
 
     def confirm(
         self,
@@ -227,38 +238,72 @@ class FileTarget(Target):
     def materialized(self) -> Iterator[None]:
         """Create a missing file at its size (sparse) for the body, which prepares the
         run; the file is removed again if the body fails, so a run that cannot start
-        leaves no file behind."""
+        leaves no file behind -- only the very file created here (its device and
+        inode, the file held open meanwhile so its inode cannot be another's), never
+        one that took its place."""
         if not self.missing:
             yield
             return
         path = Path(self.path)
-        _resize(path, self.capacity, new=True)
+        fd = _create(path, self.capacity)
         self.missing = False
         try:
             yield
         except BaseException:
-            with contextlib.suppress(OSError):
-                path.unlink()
+            _remove_created(path, fd)
             self.missing = True
             raise
+        finally:
+            os.close(fd)
 
     def _purge(self, method: str, allow_fallback: bool, t0: float) -> PurgeRecord:
-        """Recreate the file: drop its blocks (the filesystem discards them), re-extend."""
+        """Deallocate every block of the file (the filesystem discards them) without
+        changing its size: a hole punched over all of it.  The file is never shrunk,
+        so an interrupt at any instant leaves it at its size, which a resume takes
+        (docs/resume.md).  A filesystem that cannot punch holes gets zeros written."""
         try:
-            with open(self.path, "r+b") as fh:
-                os.ftruncate(fh.fileno(), 0)
-                os.fsync(fh.fileno())
-                os.ftruncate(fh.fileno(), self.capacity)
-                os.fsync(fh.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError as exc:
-            raise DeviceError(f"{self.path}: cannot recreate file: {exc.strerror}") from None
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        try:
+            how = _punch_hole(fd, self.capacity)
+            os.fsync(fd)
+        except OSError as exc:
+            raise DeviceError(f"{self.path}: cannot purge file: {exc.strerror}") from None
+        finally:
+            os.close(fd)
         return _record(
             "file-recreate",
             False,
             [],
             t0,
-            ["regular file truncated to 0 and re-extended (sparse): not a drive purge"],
+            [f"regular file's blocks {how}, its size kept: not a drive purge"],
         )
+
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+def _punch_hole(fd: int, size: int) -> str:
+    """Deallocate ``size`` bytes of ``fd`` from its start, keeping the file's size:
+    ``fallocate(PUNCH_HOLE|KEEP_SIZE)``; where the filesystem cannot, zeros are
+    written over it.  Returns how (for the purge record)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    # the 64-bit offset variant where off_t may be 32 bits (glibc on 32-bit hosts)
+    fallocate = getattr(libc, "fallocate64", None) or libc.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0:
+        return "deallocated (hole punched)"
+    err = ctypes.get_errno()
+    if err not in (errno.EOPNOTSUPP, errno.ENOSYS):
+        raise OSError(err, os.strerror(err))
+    zeros = bytes(1 << 20)
+    for offset in range(0, size, len(zeros)):
+        os.pwrite(fd, zeros[: min(len(zeros), size - offset)], offset)
+    return "overwritten with zeros (the filesystem cannot punch holes)"
 
 
 @dataclass
@@ -445,22 +490,84 @@ def _create_file(path: Path, size: int | None) -> Target:
         raise InputError(f"target {path}: no such device (tkbench creates files, not devices)")
     if not path.parent.is_dir():
         raise InputError(f"target {path}: directory {path.parent} does not exist")
+    if os.path.lexists(path):  # stat() found nothing there: a link to a missing file
+        raise SafetyError(
+            f"target {path} is a symbolic link to a missing file; tkbench creates a new "
+            "file target itself, never through a link (give the link's target, or remove it)"
+        )
     resolved = path.parent.resolve() / path.name
     ident = _file_identity(resolved, size, path.parent)
     return FileTarget(str(path), str(resolved), size, 512, ident, missing=True)
 
 
 def _resize(path: Path, size: int, new: bool = False) -> None:
+    """Set an existing file's size, or create a new one at ``size`` (:func:`_create`)."""
+    if new:
+        os.close(_create(path, size))
+        return
     try:
-        with open(path, "xb" if new else "r+b") as fh:
+        with open(path, "r+b") as fh:
             os.ftruncate(fh.fileno(), size)
     except OSError as exc:
-        if new:  # leave nothing behind: an empty file would confuse the next attempt
-            with contextlib.suppress(OSError):
-                path.unlink()
+        raise InputError(
+            f"target {path}: cannot resize to {human_bytes(size)}: {exc.strerror}"
+        ) from None
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _create(path: Path, size: int) -> int:
+    """Create the new file ``path`` at ``size`` (sparse): ``O_CREAT|O_EXCL|O_NOFOLLOW`` in
+    its directory, so whatever is there already -- a file made meanwhile, a link -- is
+    refused and left as it is.  Returns the new file open for writing (the caller
+    closes it); a file made here that cannot take its size is removed again
+    (:func:`_remove_created`)."""
+    try:
+        dfd = os.open(path.parent, _DIR_FLAGS)
+    except OSError as exc:
+        raise InputError(f"target {path}: {path.parent}: {exc.strerror}") from None
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path.name, flags, 0o666, dir_fd=dfd)
+    except FileExistsError:
+        raise InputError(
+            f"target {path} appeared before tkbench could create it (another program "
+            "made it); it was left as it is"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"target {path}: cannot create it: {exc.strerror}") from None
+    finally:
+        os.close(dfd)
+    try:
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        # leave nothing behind: an empty file would confuse the next attempt
+        _remove_created(path, fd)
+        os.close(fd)
         raise InputError(
             f"target {path}: cannot create a {human_bytes(size)} file: {exc.strerror}"
         ) from None
+    return fd
+
+
+def _remove_created(path: Path, fd: int) -> None:
+    """Remove the file tkbench created at ``path`` and holds open as ``fd`` -- only if
+    the path still names that very file (its st_dev and st_ino: while it is open, no
+    other file can have them), never what replaced it."""
+    try:
+        dfd = os.open(path.parent, _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        mine = os.fstat(fd)
+        st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            os.unlink(path.name, dir_fd=dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 def _check_space(path: Path, size: int, *, new: bool) -> None:
@@ -497,12 +604,23 @@ def check_direct_io(path: str) -> None:
 
 
 def _file_identity(path: Path, size: int, where: Path | None = None) -> dict[str, Any]:
-    st_dev = (where or path).stat().st_dev
+    """A regular file's identity.  Its serial, which tells it from every other file
+    target night after night (the history's "drive"), is its resolved path on its
+    filesystem's UUID (else the filesystem's source and mount point,
+    :func:`tkbench.volume.volume_serial`); its inode is recorded beside it (not in
+    the serial: a file created by its first run has none yet, and a file made anew
+    at the same path is still the lab's same target)."""
+    from .volume import filesystem_serial
+
+    st = (where or path).stat()
+    extra: dict[str, Any] = {} if where is not None else {"inode": st.st_ino}
+    st_dev = st.st_dev
     return {
         "kind": "file",
         "path": str(path),
         "model": "regular file",
-        "serial": "unknown",
+        "serial": f"{path} on {filesystem_serial(st_dev)}",
+        **extra,
         "firmware": "unknown",
         "capacity_bytes": size,
         "logical_sector": 512,
@@ -540,7 +658,7 @@ def _open_nbd(spec: str, size: int | None) -> Target:
         "kind": "nbd",
         "uri": spec,
         "model": "NBD export",
-        "serial": "unknown",
+        "serial": nbd.parse_uri(spec).serial,
         "firmware": "unknown",
         "capacity_bytes": info.size,
         "logical_sector": sector,

@@ -270,24 +270,27 @@ def point_means(records: Sequence[Round]) -> dict[tuple[int, int], PointMean]:
         for p in r.points:
             if not p.role:
                 grouped.setdefault(p.key, []).append(p)
-    out = {}
-    for key, pts in grouped.items():
-        directions = {}
-        for name in DIRECTIONS:
-            dm = _dir_mean([getattr(p, name) for p in pts])
-            if dm is not None:
-                directions[name] = dm
-        reads, writes = [p.read for p in pts], [p.write for p in pts]
-        keys = _percentile_keys([*reads, *writes])
-        out[key] = PointMean(
-            bs=key[0],
-            read_pct=key[1],
-            rounds=len(pts),
-            iops=_mean([p.iops for p in pts]),
-            bw_mbs=_mean([p.bw_bytes / MB for p in pts]),
-            lat_mean_ms=_mean([p.lat_mean_ns / MS for p in pts]),
-            lat_max_ms=max(p.lat_max_ns / MS for p in pts),
-            directions=directions,
-            combined=combined_percentiles(reads, writes, keys),
-        )
-    return out
+    return {key: point_mean(pts) for key, pts in grouped.items()}
+
+
+def point_mean(pts: Sequence[PointResult]) -> PointMean:
+    """The mean of one point's values over its records ``pts`` (one per window round,
+    all of one block size and mix)."""
+    directions = {}
+    for name in DIRECTIONS:
+        dm = _dir_mean([getattr(p, name) for p in pts])
+        if dm is not None:
+            directions[name] = dm
+    reads, writes = [p.read for p in pts], [p.write for p in pts]
+    keys = _percentile_keys([*reads, *writes])
+    return PointMean(
+        bs=pts[0].bs,
+        read_pct=pts[0].read_pct,
+        rounds=len(pts),
+        iops=_mean([p.iops for p in pts]),
+        bw_mbs=_mean([p.bw_bytes / MB for p in pts]),
+        lat_mean_ms=_mean([p.lat_mean_ns / MS for p in pts]),
+        lat_max_ms=max(p.lat_max_ns / MS for p in pts),
+        directions=directions,
+        combined=combined_percentiles(reads, writes, keys),
+    )

@@ -183,6 +183,9 @@ def _resume(args: argparse.Namespace) -> int:
         raise RunDirError(
             f"{root}: every run of the fleet is complete or never started; nothing to resume"
         )
+    # what was reached twice when the fleet started may be now (a loop device set up
+    # over one of its files since): no run starts then
+    fleetmod.check_together([r.target for r in todo], None, space=False)
     _preflight(args)
     confirms = _match_confirms([r.target for r in todo], _single(args, "confirm"))
     common = _common(args)
@@ -318,7 +321,7 @@ def dispatch_plan(args: argparse.Namespace) -> int | None:
     from ..runs import RunRequest, prepare
     from .commands import cmd_plan
 
-    fleetmod._same_place(targets)
+    fleetmod.check_together(targets, args.size)
     jobs = []
     docs: list[dict[str, Any]] = []
     for i, spec in enumerate(targets, 1):

@@ -6,11 +6,8 @@ The work is done by :mod:`tkbench.doctor` and :mod:`tkbench.export`.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +143,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import rows
+    from ..export import rows, to_csv, to_jsonl, to_openmetrics
     from ..store import load_run, write_atomic
 
     found = rows(load_run(d) for d in args.runs)
@@ -157,102 +154,3 @@ def cmd_export(args: argparse.Namespace) -> int:
         write_atomic(args.out, text)
         info(f"export: {len(found)} value(s) to {args.out}")
     return 0
-
-
-def to_csv(found: Sequence[Any]) -> str:
-    from ..export import COLUMNS
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in found:
-        d = r.to_dict()
-        if d["steady_state"] is not None:
-            d["steady_state"] = "true" if d["steady_state"] else "false"
-        w.writerow(["" if d[c] is None else d[c] for c in COLUMNS])
-    return buf.getvalue()
-
-
-def to_jsonl(found: Sequence[Any]) -> str:
-    return "".join(json.dumps(r.to_dict(), allow_nan=False) + "\n" for r in found)
-
-
-# metric -> (family name, unit, factor to the base unit, help)
-_FAMILIES = {
-    "iops": ("tkbench_iops", "", 1.0, "I/O operations per second, mean over the window"),
-    "bw": (
-        "tkbench_bandwidth_bytes_per_second",
-        "bytes_per_second",
-        1e6,
-        "bandwidth, mean over the window",
-    ),
-    "lat_mean": (
-        "tkbench_latency_mean_seconds",
-        "seconds",
-        1e-3,
-        "mean response time, mean over the window",
-    ),
-    "lat_max": (
-        "tkbench_latency_max_seconds",
-        "seconds",
-        1e-3,
-        "largest response time in the window",
-    ),
-    "pct": (
-        "tkbench_latency_percentile_seconds",
-        "seconds",
-        1e-3,
-        "response-time percentile, pooled over the window",
-    ),
-    "nodes_s": (
-        "tkbench_nodes_per_second",
-        "",
-        1.0,
-        "virtual-file nodes per second, mean over the test's runs",
-    ),
-    "mean_abs_dev_pct": (
-        "tkbench_runs_deviation_ratio",
-        "ratio",
-        1e-2,
-        "mean absolute deviation of the test's runs, as a fraction of their mean",
-    ),
-}
-_LABELS = ("run_id", "host", "model", "serial", "firmware", "profile", "test", "run_dir")
-
-
-def _label_value(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def to_openmetrics(found: Sequence[Any]) -> str:
-    """The OpenMetrics text format: one gauge family per metric, base units."""
-    samples: dict[str, list[str]] = {k: [] for k in _FAMILIES}
-    for r in found:
-        key = "pct" if r.metric.startswith("p") else r.metric
-        name, _, factor, _ = _FAMILIES[key]
-        labels = [(k, getattr(r, k)) for k in _LABELS]
-        labels += [
-            ("block_size", r.block_size),
-            ("read_pct", r.read_pct),
-            ("direction", r.direction),
-            ("steady_state", "" if r.steady_state is None else str(r.steady_state).lower()),
-            ("window", r.window),
-        ]
-        if key == "pct":
-            labels.append(("percentile", r.metric[1:]))
-        if r.point and " " not in r.point:  # a volume figure's name (a point is "4k 0/100")
-            labels.append(("figure", r.point))
-        text = ",".join(f'{k}="{_label_value(v)}"' for k, v in labels)
-        samples[key].append(f"{name}{{{text}}} {r.value * factor!r}")
-    out = []
-    for key, (name, unit, _, help_text) in _FAMILIES.items():
-        if not samples[key]:
-            continue
-        out.append(f"# TYPE {name} gauge")
-        if unit:
-            out.append(f"# UNIT {name} {unit}")
-        out.append(f"# HELP {name} {help_text}")
-        out.extend(samples[key])
-    out.append("# EOF")
-    return "\n".join(out) + "\n"

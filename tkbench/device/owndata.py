@@ -7,12 +7,18 @@ sector leaves one, and the next night's run would refuse the drive for "holding"
 it.  Weakening the signature check is no answer; knowing tkbench's own data is.
 
 When a run that wrote to its target ends (however it ends), a *mark* is kept: the
-target's size, a SHA-256 of its first and last :data:`SPAN` bytes (the bytes every
-signature probe reads) and the signatures -- type and offset -- that the probe
-finds in them at that moment.  The next check of the target computes the digest
-again.  A signature is tkbench's own only if a mark with that digest exists *and*
-lists that very signature at that offset inside the spans: then the bytes it lies
-in are exactly as tkbench's run left them, and that run saw it there.  A single
+target (its resolved path; a file's device, inode and inode generation, a block
+device's device number and serial), its size, a SHA-256 of its first and last
+:data:`SPAN` bytes (the bytes every signature probe reads) and the signatures --
+type and offset -- that the probe finds in them, provided the target still holds
+what the run's last write left (the digest taken when its writes ended) and only
+those signatures inside the byte ranges the run wrote.  A mark is believed only
+for its own target: the same bytes copied onto another file are no licence.
+
+The next check of the target computes the digest again.  A signature is tkbench's
+own only if a mark with that digest exists for this target *and* lists that very
+signature at that offset inside the spans: then the bytes it lies in are exactly
+as tkbench's run left them, and that run saw it there.  A single
 changed byte in either span (a ``mkfs``, ``wipefs``, a new partition table), a
 signature the mark does not list (one that a newer libblkid finds in the same
 bytes), one outside the spans or without an offset: the check refuses as before.
@@ -65,21 +71,34 @@ def state_dir() -> Path:
     return Path(base) / "tkbench" / "written"
 
 
+MARK_VERSION = 2  # 2: bound to the target and to the bytes tkbench wrote
+
+
 @dataclass(frozen=True)
 class Mark:
     """A run's data on a target, as the run left it."""
 
     digest: str
     size: int
-    target: str  # the path the run wrote
+    target: str  # the path the run wrote, every link resolved
     run: str  # the run directory
     written: str  # when the mark was kept (ISO 8601)
     # the signatures the probe found in the spans when the mark was kept
     signatures: tuple[tuple[str, int], ...] = ()
+    # which target: a regular file's filesystem device, inode and inode generation, a
+    # block device's device number and what the kernel says identifies the drive
+    # (serial, WWID)
+    node: tuple[int, int, int] = (0, 0, 0)
+    drive: str = ""
+    # the byte ranges [start, end) the run wrote (its purge, its fio jobs' regions)
+    extent: tuple[tuple[int, int], ...] = ()
 
     def covers(self, offset: int) -> bool:
-        """Whether a signature at ``offset`` lies inside the bytes the mark covers."""
+        """Whether a signature at ``offset`` lies inside the bytes the mark covers: the
+        digested spans, and the bytes the run wrote."""
         if not 0 <= offset < self.size:
+            return False
+        if not any(start <= offset < end for start, end in self.extent):
             return False
         if self.size <= 2 * SPAN:
             return True  # the digest took all of it
@@ -87,8 +106,53 @@ class Mark:
 
     def vouches(self, kind: str, offset: int | None) -> bool:
         """Whether the signature ``kind`` at ``offset`` is one tkbench's run left: in
-        the digested bytes, and seen there when the mark was kept."""
+        the digested bytes it wrote, and seen there when the mark was kept."""
         return offset is not None and self.covers(offset) and (kind, offset) in self.signatures
+
+
+def identify_node(path: str) -> tuple[str, tuple[int, int, int], str]:
+    """Which target ``path`` is: its resolved path; (device, inode, generation) of a
+    regular file or (device number, 0, 0) of a block device; and a block device's
+    drive identity (serial or WWID from sysfs, a loop device's backing file; empty
+    when none).  Raises
+    :class:`OSError`."""
+    resolved = os.path.realpath(path)
+    fd = os.open(resolved, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISBLK(st.st_mode):
+            return resolved, (st.st_rdev, 0, 0), _drive_identity(st.st_rdev)
+        return resolved, (st.st_dev, st.st_ino, inode_generation(fd)), ""
+    finally:
+        os.close(fd)
+
+
+FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
+
+
+def inode_generation(fd: int) -> int:
+    """The inode's generation number (``FS_IOC_GETVERSION``): a new file that gets a
+    removed file's inode number gets another generation (ext4, XFS, Btrfs).  0 where
+    the filesystem keeps none."""
+    import fcntl
+    import struct
+
+    try:
+        raw = fcntl.ioctl(fd, FS_IOC_GETVERSION, bytes(8))
+    except OSError:
+        return 0
+    return int(struct.unpack("l", raw)[0]) & 0xFFFFFFFF
+
+
+def _drive_identity(rdev: int) -> str:
+    base = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
+    # a loop device has no serial: the file behind it says which one it is
+    for name in ("device/serial", "device/wwid", "wwid", "serial", "loop/backing_file"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = (base / name).read_text(encoding="utf-8").strip()
+            if text:
+                return f"{name.rsplit('/', 1)[-1]}:{text}"
+    return ""
 
 
 def digest(path: str) -> tuple[str, int]:
@@ -117,6 +181,21 @@ def digest(path: str) -> tuple[str, int]:
     finally:
         os.close(fd)
     return h.hexdigest(), size
+
+
+def digest_within(path: str, timeout: float = KEEP_TIMEOUT) -> tuple[str, int] | None:
+    """:func:`digest` given at most ``timeout`` seconds (a hung drive gives None, not a
+    hang), or None when ``path`` cannot be read."""
+    found: list[tuple[str, int]] = []
+
+    def measure() -> None:
+        with contextlib.suppress(OSError):
+            found.append(digest(path))
+
+    worker = threading.Thread(target=measure, name="tkbench-digest", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return found[0] if found else None
 
 
 def _mark_file(where: Path, hexdigest: str) -> Path:
@@ -150,8 +229,11 @@ def _read_mark(path: Path) -> dict[str, object] | None:
 
 def _mark_of(raw: dict[str, object]) -> Mark | None:
     """A :class:`Mark` from its JSON object, every field of its type, or None."""
-    texts = [raw.get(k) for k in ("digest", "target", "run", "written")]
+    if raw.get("version") != MARK_VERSION:
+        return None  # an older mark names no target: no licence for any
+    texts = [raw.get(k) for k in ("digest", "target", "run", "written", "drive")]
     size, sigs = raw.get("size"), raw.get("signatures")
+    node, extent = raw.get("node"), raw.get("extent")
     if not all(isinstance(t, str) for t in texts) or type(size) is not int:
         return None
     if not isinstance(sigs, list) or not all(
@@ -159,16 +241,35 @@ def _mark_of(raw: dict[str, object]) -> Mark | None:
         for s in sigs
     ):
         return None
-    d, target, run, written = (str(t) for t in texts)
-    return Mark(d, size, target, run, written, tuple((str(s[0]), int(s[1])) for s in sigs))
+    if not _ints(node, 3) or not isinstance(extent, list) or not all(_ints(e, 2) for e in extent):
+        return None
+    d, target, run, written, drive = (str(t) for t in texts)
+    return Mark(
+        d,
+        size,
+        target,
+        run,
+        written,
+        tuple((str(s[0]), int(s[1])) for s in sigs),
+        (int(node[0]), int(node[1]), int(node[2])),  # type: ignore[index]
+        drive,
+        tuple((int(e[0]), int(e[1])) for e in extent),
+    )
+
+
+def _ints(value: object, count: int) -> bool:
+    return isinstance(value, list) and len(value) == count and all(type(v) is int for v in value)
 
 
 def left_by_tkbench(path: str, where: Path | None = None) -> Mark | None:
-    """The mark of the run whose data ``path`` still holds at both ends, if any."""
+    """The mark of the run whose data ``path`` still holds at both ends, if any: made
+    for this very target (its resolved path, and the same file or drive), not only
+    for the same bytes."""
     where = where or state_dir()
     try:
         if not _trusted(os.stat(where)):
             return None
+        resolved, node, drive = identify_node(path)
         hexdigest, size = digest(path)
     except OSError:
         return None
@@ -176,6 +277,8 @@ def left_by_tkbench(path: str, where: Path | None = None) -> Mark | None:
     mark = _mark_of(raw) if raw is not None else None
     if mark is None or mark.digest != hexdigest or mark.size != size:
         return None
+    if (mark.target, mark.node, mark.drive) != (resolved, node, drive):
+        return None  # the same bytes on another file or drive: a copy, no licence
     return mark
 
 
@@ -186,29 +289,45 @@ def keep_mark(
     probe: Callable[[str], Sequence[tuple[str, int | None]]],
     where: Path | None = None,
     timeout: float = KEEP_TIMEOUT,
+    *,
+    ended: str | None,
+    extent: Sequence[tuple[int, int]],
 ) -> Mark | None:
-    """Keep the mark of the data a run leaves on ``path`` with the signatures ``probe``
-    finds on it now (type and offset); remove the older mark of the same target.
-    Returns None (and keeps nothing) when ``path`` cannot be read within ``timeout``
-    seconds or the state directory cannot be written: the next run then checks as if
-    there were no mark.  Never raises for what the target or the directory do."""
+    """Keep the mark of the data a run leaves on ``path``: the signatures ``probe``
+    finds on it now (type and offset) that lie in ``extent`` (the byte ranges the run
+    wrote), provided the target still holds what it held when the run's last write
+    ended (``ended``: the digest taken then) before and after the probe.  Removes the
+    older mark of the same target.  Returns None (and keeps nothing) when the target
+    changed since, cannot be read within ``timeout`` seconds, or the state directory
+    cannot be written: the next run then checks as if there were no mark.  Never
+    raises for what the target or the directory do."""
     where = where or state_dir()
-    found: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+    if ended is None:
+        return None  # nothing says what the last write left
+    seen: list[tuple[str, int]] = []
 
-    def measure() -> None:
+    def look() -> None:
         with contextlib.suppress(OSError):
-            hexdigest, size = digest(path)
-            seen = tuple(sorted((k, o) for k, o in probe(path) if o is not None))
-            found.append((hexdigest, size, seen))
+            seen.extend(sorted((k, o) for k, o in probe(path) if o is not None))
+            seen.append(("", -1))  # the probe finished
 
-    worker = threading.Thread(target=measure, name="tkbench-mark", daemon=True)
+    before = digest_within(path, timeout)
+    if before is None or before[0] != ended:
+        return None  # written by someone else after tkbench's last write (or unreadable)
+    worker = threading.Thread(target=look, name="tkbench-mark", daemon=True)
     worker.start()
     worker.join(timeout)
-    if not found:
-        return None  # unreadable, or still reading: no mark rather than a hang
-    hexdigest, size, seen = found[0]
-    target = os.path.realpath(path)
-    mark = Mark(hexdigest, size, target, run, when, tuple(s for s in seen if _covered(size, s)))
+    after = digest_within(path, timeout)
+    if not seen or seen[-1] != ("", -1) or after != before:
+        return None  # the probe did not finish, or did not look at these bytes
+    hexdigest, size = before
+    try:
+        target, node, drive = identify_node(path)
+    except OSError:
+        return None
+    ranges = tuple(sorted((max(0, a), min(size, b)) for a, b in extent if a < b))
+    sigs = tuple(s for s in seen[:-1] if _covered(size, ranges, s))
+    mark = Mark(hexdigest, size, target, run, when, sigs, node, drive, ranges)
     tmp = None
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o755)
@@ -217,7 +336,7 @@ def keep_mark(
         _drop_marks_of(where, target, keep=hexdigest)
         fd, tmp = tempfile.mkstemp(dir=where, prefix=".mark-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(asdict(mark), fh, indent=1)
+            json.dump({"version": MARK_VERSION, **asdict(mark)}, fh, indent=1)
             fh.write("\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, _mark_file(where, hexdigest))
@@ -229,8 +348,8 @@ def keep_mark(
     return mark
 
 
-def _covered(size: int, sig: tuple[str, int]) -> bool:
-    return Mark("", size, "", "", "").covers(sig[1])
+def _covered(size: int, extent: tuple[tuple[int, int], ...], sig: tuple[str, int]) -> bool:
+    return Mark("", size, "", "", "", extent=extent).covers(sig[1])
 
 
 def _drop_marks_of(where: Path, target: str, keep: str) -> None:

@@ -170,8 +170,10 @@ class History(ABC):
     def previous(self, run: RunData) -> Entry | None:
         """The latest earlier complete run of the same drive (model and serial) and
         profile (:func:`.entry.baseline_of`)."""
+        from .entry import run_serial  # the serial the run's own entry is filed under
+
         m = run.manifest
-        model, serial = m.target.ident("model"), m.target.ident("serial")
+        model, serial = m.target.ident("model"), run_serial(m)
         return baseline_of(
             self.entries(model=model, serial=serial, profile=m.profile.name),
             model=model,

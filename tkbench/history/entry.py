@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,8 @@ from ..analysis import headline
 from ..analysis.repeat import point_repeatability, until_standing
 from ..analysis.sweep import sweep_of
 from ..analysis.volfigures import run_figures
-from ..records import Checks
+from ..errors import InputError
+from ..records import Checks, Manifest
 from ..records.base import dump
 from ..store import RunData
 from ..units import format_size
@@ -59,8 +60,43 @@ COLUMNS = tuple(f.name for f in fields(Entry))  # the runs table's columns, by n
 OPTIONAL = ("rig", "run_id", "repeats", "volume")  # columns an entry may lack (older histories)
 
 
+def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | None:
+    """The serial to file a run under whose target reported none (``unknown``): a
+    run on a regular file or an NBD export made before their identities had serials
+    (tkbench.target).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
+    ``path``), or only ``spec`` when the manifest cannot be read.  An NBD export's is
+    the same as today's (name and socket, from the URI); a file's is its path on the
+    run's host, since its filesystem's UUID was not recorded.  None: nothing to
+    derive (a block device that reports no serial)."""
+    from ..nbd import parse_uri
+
+    spec = str(target.get("spec") or "")
+    kind = str(target.get("kind") or "")
+    if not kind:
+        kind = "file" if model == "regular file" else "nbd" if spec.startswith("nbd") else ""
+    if kind == "nbd":
+        try:
+            return parse_uri(spec).serial
+        except InputError:
+            return None
+    path = str(target.get("path") or spec)
+    if kind == "file" and path:
+        return f"{path} on {host}, filesystem not recorded"
+    return None
+
+
+def run_serial(m: Manifest) -> str:
+    """The serial a run is filed under: its target's, else :func:`legacy_serial`'s."""
+    serial = m.target.ident("serial")
+    if serial == "unknown":
+        known = {"spec": m.target.spec, "kind": m.target.kind, "path": m.target.path}
+        serial = legacy_serial(known, m.target.ident("model"), m.host.hostname) or serial
+    return serial
+
+
 def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
     m = run.manifest
+    serial = run_serial(m)
     return Entry(
         run_dir=str(Path(run.root).resolve()),
         started=m.started,
@@ -70,7 +106,7 @@ def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None
         host=m.host.hostname,
         target=m.target.spec,
         model=m.target.ident("model"),
-        serial=m.target.ident("serial"),
+        serial=serial,
         firmware=m.target.ident("firmware"),
         capacity=m.target.capacity_bytes,
         headline=headline(run),

@@ -163,6 +163,7 @@ class PostgresHistory(History):
             if version < schema.HISTORY_VERSION:
                 for sql in schema.upgrade(version, schema.POSTGRES):
                     con.execute(sql)
+                schema.rewrite_serials(version, con, "%s")
                 con.execute(
                     f"UPDATE {schema.VERSION_TABLE} SET version = %s", [schema.HISTORY_VERSION]
                 )

@@ -27,6 +27,14 @@ History of the format:
    its value, unit, mean absolute deviation (%), standard deviation and number of
    runs (JSON text; null for runs without such tests and for entries indexed before
    version 4 until they are indexed again).
+5. no new column: the ``serial`` of a run on a regular file or an NBD export, which
+   was ``unknown`` for every such target (all files one "drive"), is rewritten by
+   :func:`rewrite_serials` to what tells the target apart (tkbench.history.entry's
+   ``legacy_serial``): an NBD export's name and socket (from the URI, the same as a
+   new run's); a file's resolved path (from the run directory's manifest, else the
+   ``target`` as given) on the run's host.  A file's filesystem UUID was never
+   recorded, so its older runs stay apart from the runs made since (``PATH on
+   UUID=...``); block devices that report no serial keep ``unknown``.
 
 The first write to a history creates it or brings it up to :data:`HISTORY_VERSION`,
 one step after the other, in one transaction; reading never changes it (columns an
@@ -35,9 +43,12 @@ older version lacks read as null).  A history of a newer version is refused.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-HISTORY_VERSION = 4
+HISTORY_VERSION = 5
 
 VERSION_TABLE = "tkbench_schema"  # PostgreSQL: the version, one row
 
@@ -84,6 +95,7 @@ STEPS: tuple[tuple[str, ...], ...] = (
     (  # 4: the volume benchmarks' headline figures
         "ALTER TABLE runs ADD COLUMN volume TEXT",
     ),
+    (),  # 5: the serials of files and NBD exports (rewrite_serials: data, no table change)
 )
 assert len(STEPS) == HISTORY_VERSION
 
@@ -95,6 +107,34 @@ def upgrade(version: int, dialect: Dialect) -> list[str]:
         for step in STEPS[version:]
         for sql in step
     ]
+
+
+def rewrite_serials(version: int, con: Any, mark: str) -> None:
+    """Step 5's data: on a history of ``version`` below 5, every entry of serial
+    ``unknown`` gets the serial :func:`~tkbench.history.entry.legacy_serial` derives
+    (when it derives one).  ``con``: an open connection in the upgrade's transaction
+    (sqlite3 or psycopg, whose ``execute`` takes parameters); ``mark``: its
+    placeholder (``?`` or ``%s``)."""
+    if version >= 5:
+        return
+    from .entry import legacy_serial
+
+    rows = con.execute(
+        "SELECT run_dir, model, host, target FROM runs WHERE serial = 'unknown'"
+    ).fetchall()
+    for run_dir, model, host, target in rows:
+        found: dict[str, Any] = {"spec": target or ""}
+        try:
+            with open(Path(run_dir) / "manifest.json", encoding="utf-8") as fh:
+                kept = json.load(fh).get("target")
+            if isinstance(kept, dict) and kept.get("spec") == target:
+                found = kept
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass  # moved, on another rig, unreadable: the target as given
+        serial = legacy_serial(found, model or "", host or "")
+        if serial is not None:
+            sql = f"UPDATE runs SET serial = {mark} WHERE run_dir = {mark}"
+            con.execute(sql, [serial, run_dir])
 
 
 def newer_message(location: str, version: int) -> str:

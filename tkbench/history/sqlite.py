@@ -101,6 +101,7 @@ class SQLiteHistory(History):
                 raise self._not_history()
         for sql in schema.upgrade(version, schema.SQLITE):
             con.execute(sql)
+        schema.rewrite_serials(version, con, "?")
         con.execute(f"PRAGMA user_version = {schema.HISTORY_VERSION}")
 
     def _not_history(self) -> InputError:

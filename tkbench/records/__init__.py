@@ -19,7 +19,18 @@ from .round import (
     Series,
     Thermal,
 )
-from .run import KIND, SCHEMA, CheckItem, Checks, Host, Manifest, ProfileRef, Resume, TargetRecord
+from .run import (
+    KIND,
+    SCHEMA,
+    CheckItem,
+    Checks,
+    Host,
+    Manifest,
+    ProfileRef,
+    Resume,
+    TargetRecord,
+    TargetState,
+)
 from .test import (
     Failure,
     Limits,
@@ -60,6 +71,7 @@ __all__ = [
     "Round",
     "Series",
     "TargetRecord",
+    "TargetState",
     "TestPlan",
     "Thermal",
     "VerdictRecord",

@@ -42,6 +42,15 @@ class TargetRecord:
     capacity_bytes: int = field(default=0, metadata=NOT_NEGATIVE)
     logical_sector: int = 512
     identity: Mapping[str, Any] = field(default_factory=dict)
+    # what proves the target on a resume (runs made before they were recorded have
+    # none, and are left out of the file then): the absolute path with every link
+    # resolved, for a file or block device; for a regular file its filesystem's
+    # device number, its inode number and the inode's generation (0: not kept by
+    # the filesystem; a new file given a removed one's inode number has another)
+    resolved: str | None = field(default=None, metadata={"omit_none": True})
+    st_dev: int | None = field(default=None, metadata={"omit_none": True})
+    st_ino: int | None = field(default=None, metadata={"omit_none": True})
+    st_gen: int | None = field(default=None, metadata={"omit_none": True})
 
     def ident(self, key: str, default: str = "unknown") -> str:
         """One identity field as text (``default`` when the device did not say)."""
@@ -83,7 +92,10 @@ class Manifest(Record):
     """``manifest.json``: what ran where, with what, and how it ended.
 
     Format history: 1 — the first; ``run_id`` missing in runs made before it was
-    added (those have no identity beyond their directory)."""
+    added (those have no identity beyond their directory); later within 1,
+    ``target.resolved``, ``target.st_dev``, ``st_ino`` and ``st_gen`` (the proof of the
+    target on a resume), left out of older files, which therefore load exactly as
+    before and resume without that proof."""
 
     VERSION = SCHEMA
 
@@ -118,6 +130,25 @@ class Manifest(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": KIND, **super().to_json()}
+
+
+@dataclass(frozen=True)
+class TargetState(Record):
+    """``target.json``: the data a run's writes left on a regular-file target, for the
+    proof on a resume (docs/resume.md).  ``writing`` is true from before a session's
+    first write until its writes have ended; then ``digest`` (SHA-256 of the size and
+    the first and last 8 MiB, :func:`tkbench.device.owndata.digest`) is what the
+    target held when they ended.  A run killed while writing leaves ``writing`` true:
+    its digest says nothing about the data fio wrote after it.
+
+    Format history: 1 — the first (runs made before it have no ``target.json``)."""
+
+    VERSION = 1
+
+    size: int = field(default=0, metadata=NOT_NEGATIVE)
+    digest: str = ""
+    writing: bool = True
+    at: float = 0.0
 
 
 @dataclass(frozen=True)
