@@ -166,6 +166,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise InputError(f"--out {args.out} differs from --resume {args.resume}")
     if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
         args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
+    if args.junit is not None:
+        from ..outputs import check_output
+
+        check_output(args.junit, "--junit")  # the rule of every output path (FIFOs too)
     check_outputs(
         junit=args.junit,
         history_db=None if args.no_history else (args.history or True),
@@ -390,9 +394,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..store import load_run
 
     if args.out is not None:
-        from ..store import check_output_file
+        from ..outputs import check_output
 
-        check_output_file(args.out, "comparison")
+        check_output(args.out, "comparison")
     runs = [load_run(d) for d in args.runs]
     rows = compare(runs)
     diffs = differences(runs)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
+from .options import path_arg
 from .support import info
 
 
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
         "report's values): run id, host, drive model, serial, firmware, profile, test, "
         "point, direction, metric, value, unit, steady state.  See docs/automation.md.",
     )
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
     p.add_argument(
         "--format",
         choices=("csv", "jsonl", "openmetrics"),
@@ -75,7 +76,7 @@ def register(sub: Any) -> None:
         "exposition format, base units, ends with '# EOF')",
     )
     p.add_argument(
-        "--out", type=Path, metavar="FILE", help="write to FILE instead of standard output"
+        "--out", type=path_arg, metavar="FILE", help="write to FILE instead of standard output"
     )
     p.set_defaults(func=cmd_export)
 
@@ -147,14 +148,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import rows
-    from ..store import load_run, write_atomic
+    from ..outputs import check_output, write_output
+    from ..store import load_run
 
+    if args.out is not None:
+        check_output(args.out, "--out")  # before reading the runs
     found = rows(load_run(d) for d in args.runs)
     text = {"csv": to_csv, "jsonl": to_jsonl, "openmetrics": to_openmetrics}[args.format](found)
     if args.out is None:
         sys.stdout.write(text)
     else:
-        write_atomic(args.out, text)
+        write_output(args.out, text, "--out")
         info(f"export: {len(found)} value(s) to {args.out}")
     return 0
 
