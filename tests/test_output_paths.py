@@ -269,3 +269,46 @@ def test_a_report_to_a_null_device_leaves_the_node(
     assert cli.main(["report", str(run_dir), "--out", str(pdf)]) == 0
     assert stat.S_ISCHR(os.lstat(pdf).st_mode) and os.lstat(pdf).st_rdev == os.makedev(1, 3)
     assert (nodes / "r.html").read_text().startswith("<!")  # the HTML: a new file
+
+
+@pytest.mark.parametrize(
+    "argv", [["show", "RUN"], ["show", "RUN", "--json"], ["history", "--json"], ["export", "RUN"]]
+)
+def test_a_full_standard_output_is_one_line_not_an_internal_error(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """``tkbench show RUN >/dev/full``: one line on stderr, exit 4 (was 5)."""
+    run = RUNDIRS / "file-a"
+    history = tmp_path / "h.sqlite"
+    assert cli.main(["-q", "history", "--history", str(history), "--add", str(run)]) == 0
+    argv = [str(run) if a == "RUN" else a for a in argv]
+    if argv[0] == "history":
+        argv += ["--history", str(history)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "tkbench", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == "tkbench: error: standard output: cannot write: No space left on device\n"
+
+
+@pytest.mark.parametrize("name", ["../escaped", "a/b", ".hidden"])
+def test_a_profile_name_cannot_lead_the_default_run_directory_out_of_runs(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    profile = tmp_path / "p.toml"
+    profile.write_text(f'name = "{name}"\nextends = "quick"\n')
+    argv = ["run", "--profile", str(profile), "--target", str(tmp_path / "t.img")]
+    assert cli.main([*argv, "--size", "16M", "--yes", "--no-report", "--no-history"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["p.toml", "work"]
+    assert os.listdir(work) == []

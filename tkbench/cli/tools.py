@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
 from .options import path_arg
-from .support import info
+from .support import info, say
 
 
 def register(sub: Any) -> None:
@@ -107,7 +107,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     else:
         for e, d in rows:
             hides = f" (hides {', '.join(e.shadows)})" if e.shadows else ""
-            print(f"{e.name:<12} {e.origin + hides:<9} {d}")
+            say(f"{e.name:<12} {e.origin + hides:<9} {d}")
     return EXIT_BAD_INPUT if bad else 0
 
 
@@ -131,7 +131,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             line = f"{status:<8} {f.name:<{width}}  {f.detail}"
             if not f.ok and f.fix:
                 line += f"; fix: {f.fix}"
-            print(line)
+            say(line)
         what = " and ".join(purposes)
         if bad:
             sys.stderr.write(
