@@ -20,7 +20,7 @@ from .analysis.repeat import point_repeatability, welch_noise
 from .analysis.volfigures import run_figures, unit_of, value_of
 from .profile import DEVIATION, Acceptance
 from .records import CheckItem, Checks
-from .store import RunData, write_atomic, write_record
+from .store import RunData, write_record
 from .units import format_size
 
 # one PASS/FAIL check, as checks.json keeps it
@@ -209,4 +209,8 @@ def junit_xml(run: RunData, checks: list[Check]) -> str:
 
 
 def write_junit(path: Path, run: RunData, checks: list[Check]) -> None:
-    write_atomic(Path(path), junit_xml(run, checks))
+    """The JUnit file, by the rule of every output path (:mod:`.outputs`): a FIFO or
+    ``/dev/stderr`` is written in place, a run's record refused."""
+    from .outputs import write_output
+
+    write_output(Path(path), junit_xml(run, checks), "--junit")

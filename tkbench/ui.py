@@ -9,11 +9,20 @@ import threading
 import time
 from typing import Any, TextIO
 
+from .terminal import printable
 from .units import format_duration, human_bytes, timestamp
 
 
 def _stamp() -> str:
     return timestamp()
+
+
+def _shown(value: object) -> str:
+    """A string from a run, a drive or a profile inside rich markup: control
+    characters escaped, square brackets not taken for markup."""
+    from rich.markup import escape
+
+    return escape(printable(str(value)))
 
 
 def status_text(info: dict[str, Any]) -> str:
@@ -34,7 +43,7 @@ class LogProgress:
         self._last_status = -math.inf
 
     def _line(self, text: str) -> None:
-        self.stream.write(f"{_stamp()} {text}\n")
+        self.stream.write(f"{_stamp()} {printable(text)}\n")
         self.stream.flush()
 
     def event(self, kind: str, **info: Any) -> None:
@@ -139,7 +148,7 @@ class RichProgress:
         if kind == "run_started":
             self._plan = info["plan"]
             self.bars.start()
-            self.console.print(f"[bold]tkbench[/] run directory: {info['run_dir']}")
+            self.console.print(f"[bold]tkbench[/] run directory: {_shown(info['run_dir'])}")
             self.run_task = self.bars.add_task("run", total=len(self._plan.tests), info="")
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
@@ -147,21 +156,22 @@ class RichProgress:
             if self.test_task is not None:
                 self.bars.remove_task(self.test_task)
             self.test_task = self.bars.add_task(
-                f"{test.title}",
+                _shown(test.title),
                 total=test.max_rounds,
                 completed=info.get("rounds_done", 0),
                 info=f"up to {test.max_rounds} rounds",
             )
         elif kind == "test_resumed":
             self.console.print(
-                f"resuming {test.name}: {info['action']} ({info['rounds']} round(s) kept)"
+                f"resuming {_shown(test.name)}: {_shown(info['action'])} "
+                f"({info['rounds']} round(s) kept)"
             )
         elif kind == "test_skipped":
-            self.console.print(f"{test.name}: {info['reason']}")
+            self.console.print(f"{_shown(test.name)}: {_shown(info['reason'])}")
             self._advance_run()
         elif kind == "phase":
             extra = f" {human_bytes(info['bytes'])}" if "bytes" in info else ""
-            self.bars.update(self.test_task, info=f"{info['phase']}{extra}")
+            self.bars.update(self.test_task, info=_shown(f"{info['phase']}{extra}"))
             self._round_len = 0.0  # no round runs: live figures go to the test's bar
         elif kind == "round_started":
             if self.round_task is None:
@@ -179,9 +189,9 @@ class RichProgress:
             verdicts = info.get("verdicts") or {}
             steady = bool(verdicts) and all(v.reached for v in verdicts.values())
             self.bars.update(self.test_task, advance=1, info=("steady " if steady else "") + vals)
-            self.console.print(f"  {test.name} round {info['round']}: {vals}")
+            self.console.print(f"  {_shown(test.name)} round {info['round']}: {_shown(vals)}")
         elif kind == "test_done":
-            self.console.print(f"[bold]{test.title}[/]: {info['result'].summary}")
+            self.console.print(f"[bold]{_shown(test.title)}[/]: {_shown(info['result'].summary)}")
             full = test.max_rounds  # the bar's total, whatever ended the test
             self.bars.update(self.test_task, completed=full)
             self._advance_run()
@@ -190,7 +200,7 @@ class RichProgress:
         elif kind == "fio_status":
             task = self.round_task if self._round_len > 0 else self.test_task
             if task is not None:
-                self.bars.update(task, info=status_text(info))
+                self.bars.update(task, info=_shown(status_text(info)))
 
     def _advance_run(self) -> None:
         if self.run_task is not None:
@@ -242,7 +252,19 @@ class FleetDisplay:
             table.add_column(col, no_wrap=True, justify="right" if col == "IOPS (live)" else "left")
         with self._lock:
             for d in self.drives.values():
-                table.add_row(d.name, d.state, d.test, d.round_text(), d.iops_text(), d.eta(now))
+                table.add_row(
+                    *(
+                        _shown(c)
+                        for c in (
+                            d.name,
+                            d.state,
+                            d.test,
+                            d.round_text(),
+                            d.iops_text(),
+                            d.eta(now),
+                        )
+                    )
+                )
         return table
 
     def __enter__(self) -> FleetDisplay:
@@ -255,15 +277,13 @@ class FleetDisplay:
 
     def line(self, name: str, text: str) -> None:
         """One line of a drive's run."""
-        from rich.markup import escape
-
         from .fleetprogress import line_kind
 
         with self._lock:
             drive = self.drives.setdefault(name, self._new(name))
             drive.feed(text, time.time())
         if line_kind(text) not in self._TABLE:
-            self.console.print(f"[bold]\\[{escape(name)}][/] {escape(text)}", highlight=False)
+            self.console.print(f"[bold]\\[{_shown(name)}][/] {_shown(text)}", highlight=False)
 
     def ended(self, name: str, code: int, outcome: str) -> None:
         with self._lock:

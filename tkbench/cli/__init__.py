@@ -28,6 +28,15 @@ __all__ = ["build_parser", "main", "path_arg"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     SESSION.verbose, SESSION.quiet, SESSION.run_dir = False, False, None
+    stdout = sys.stdout
+    sys.stdout = support.GuardedOutput(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import plan as planmod
 from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
+from ..terminal import printable
 from . import support
 from .options import rig_name
-from .support import SESSION, info
+from .support import SESSION, info, one_line, say, warn
 
 if TYPE_CHECKING:
     from ..history import History, Indexed
@@ -35,7 +36,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=1))
     else:
-        print(format_devices(rows))
+        say(format_devices(rows))
     return 0
 
 
@@ -69,21 +70,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data["pts"] = pts.to_dict()
         print(json.dumps(data, indent=1))
         return 0
-    print(_with_write_cache(planmod.describe(plan, args.assume_mbps * 1e6), plan, target))
-    print("\n" + "\n".join(pts.lines()))
+    say(_with_write_cache(planmod.describe(plan, args.assume_mbps * 1e6), plan, target))
+    say("\n" + "\n".join(pts.lines()))
     if not args.no_jobs:
         for t in plan.tests:
             opts = target.fio_options(t.spec.workload.ioengine)
             if t.precondition:
-                print(f"\n### {t.name}: preconditioning job file")
-                print(jobfile.precondition_jobfile(t, opts), end="")
+                say(f"\n### {t.name}: preconditioning job file")
+                say(jobfile.precondition_jobfile(t, opts).removesuffix("\n"))
             which = (
                 "the first round (later rounds: each sequential point starts where it stopped)"
                 if any(pt.pattern == "sequential" for pt in t.points)
                 else "every round"
             )
-            print(f"\n### {t.name}: job file of {which}")
-            print(jobfile.round_jobfile(t, opts, handoff), end="")
+            say(f"\n### {t.name}: job file of {which}")
+            say(jobfile.round_jobfile(t, opts, handoff).removesuffix("\n"))
     return 0
 
 
@@ -111,7 +112,7 @@ def _warn_write_cache(run_dir: Path | None) -> None:
     except (TkbenchError, OSError):
         return
     if warning:
-        sys.stderr.write(f"tkbench: warning: {warning}\n")
+        warn(warning)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -142,10 +143,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
     )
     pdf = _write_report(out)
-    print(f"Demo finished. Run directory: {out}")
-    print(f"Report: {pdf.resolve()}")
-    print(f"        {pdf.with_suffix('.html').resolve()}")
-    print(f"Summary: {support.command_name()} show {shlex.quote(str(out))}")
+    say(f"Demo finished. Run directory: {out}")
+    say(f"Report: {pdf.resolve()}")
+    say(f"        {pdf.with_suffix('.html').resolve()}")
+    say(f"Summary: {support.command_name()} show {shlex.quote(str(out))}")
     return 0
 
 
@@ -165,8 +166,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         if args.out is not None and args.out.resolve() != args.resume.resolve():
             raise InputError(f"--out {args.out} differs from --resume {args.resume}")
+    if args.out is None and args.resume is None:
+        _check_default_out(args.profile, args.overrides)
     if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
         args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
+    if args.junit is not None:
+        from ..outputs import check_output
+
+        check_output(args.junit, "--junit")  # the rule of every output path (FIFOs too)
     check_outputs(
         junit=args.junit,
         history_db=None if args.no_history else (args.history or True),
@@ -202,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     done = _checks(args, out)
     checks = done.checks
     if done.history_error:
-        sys.stderr.write(f"tkbench: warning: {done.history_error}\n")
+        warn(done.history_error)
     if not args.no_report:
         _write_report(out)
     if args.json:
@@ -218,8 +225,29 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"({checks.count - len(failed)} of {checks.count} passed)"
             )
         for c in failed:
-            sys.stderr.write(f"  FAIL {c.name}: {c.message}\n")
+            sys.stderr.write(f"  FAIL {one_line(c.name)}: {one_line(c.message)}\n")
     return 0 if checks.passed else EXIT_FAILED_CHECK
+
+
+def _check_default_out(profile: str, overrides: list[str]) -> None:
+    """Without ``--out`` the run directory is ``runs/PROFILE-TARGET-DATE-TIME``: a
+    profile name that is no plain file name (``/``, ``..``, a leading dot, control
+    characters) would put it elsewhere than in ``runs/``, or hide it; refused."""
+    from .. import profile as profilemod
+
+    name = profilemod.load(profile, overrides).name
+    if (
+        "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith(".")
+        or not name.isprintable()
+    ):
+        raise InputError(
+            f"profile name {name!r} cannot begin the default run directory "
+            "runs/PROFILE-TARGET-DATE-TIME (it has '/', '..', a leading dot or control "
+            "characters): give --out DIR"
+        )
 
 
 def _checks(args: argparse.Namespace, out: Path) -> ChecksDone:
@@ -307,7 +335,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=1))
     else:
-        print(format_entries(entries))
+        say(format_entries(entries))
     if not entries and args.history is None and not os.environ.get("TKBENCH_HISTORY"):
         _hint_system_history()
     return 0
@@ -317,7 +345,7 @@ def cmd_history_import(args: argparse.Namespace) -> int:
     history = _history_for(args, listing=False)
     done = _import(history, args.run_dirs, rig=args.rig)
     new = sum(d.new for d in done)
-    print(
+    say(
         f"{_count(len(done), 'run', 'runs')} indexed in {history.location}: "
         f"{new} new, {len(done) - new} already there"
     )
@@ -335,17 +363,17 @@ def cmd_history_prune(args: argparse.Namespace) -> int:
     if stale.elsewhere:
         info(f"{_count(stale.elsewhere, 'entry', 'entries')} indexed on other hosts left alone")
     if not stale.gone:
-        print(f"nothing to prune in {history.location}: every run directory is there")
+        say(f"nothing to prune in {history.location}: every run directory is there")
         return 0
     what = _count(len(stale.gone), "entry", "entries")
     if asking:
-        sys.stderr.write(format_entries(stale.gone) + "\n")
+        sys.stderr.write(printable(format_entries(stale.gone), lines=True) + "\n")
         answer = _prompt(f"drop these {what}, whose run directories are gone? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
-            print("nothing dropped")
+            say("nothing dropped")
             return 0
     dropped = history.remove(e.run_dir for e in stale.gone)
-    print(f"dropped {_count(dropped, 'entry', 'entries')} from {history.location}")
+    say(f"dropped {_count(dropped, 'entry', 'entries')} from {history.location}")
     return 0
 
 
@@ -391,9 +419,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..store import load_run
 
     if args.out is not None:
-        from ..store import check_output_file
+        from ..outputs import check_output
 
-        check_output_file(args.out, "comparison")
+        check_output(args.out, "comparison")
     runs = [load_run(d) for d in args.runs]
     rows = compare(runs)
     diffs = differences(runs)
@@ -409,7 +437,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(format_rows(runs, rows, diffs))
+        say(format_rows(runs, rows, diffs))
     if args.out:
         from ..report import build_comparison
 
@@ -428,7 +456,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         f"{_count(built.drives, 'drive', 'drives')} on {_count(built.pages, 'page', 'pages')}"
         + (f"; {_count(built.removed, 'old page', 'old pages')} removed" if built.removed else "")
     )
-    print(built.index)
+    say(str(built.index))
     return 0
 
 
@@ -443,5 +471,5 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
-        print(format_summary(summary))
+        say(format_summary(summary))
     return 0

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
 from ..fleetprogress import STATUS_ENV
-from .support import SESSION, command_name, info
+from .support import SESSION, command_name, info, one_line, say, warn
 
 if TYPE_CHECKING:
     from ..ui import FleetDisplay
@@ -278,7 +278,7 @@ def _display(names: list[str]) -> FleetDisplay | None:
 def _emitter() -> Callable[[str, str], None]:
     def emit(name: str, line: str) -> None:
         try:
-            sys.stderr.write(f"[{name}] {line}\n")
+            sys.stderr.write(f"[{one_line(name)}] {one_line(line)}\n")
             sys.stderr.flush()
         except (BrokenPipeError, ValueError):
             pass  # the runs go on without a reader of their lines
@@ -305,7 +305,7 @@ def _comparison(root: Path, record: fleetmod.FleetRecord, code: int) -> int:
 
         info(f"comparison: {build_comparison(runs, root / 'comparison.pdf')}")
     except TkbenchError as exc:
-        sys.stderr.write(f"tkbench: warning: no fleet comparison: {exc}\n")
+        warn(f"no fleet comparison: {exc}")
         return fleetmod.worst([code, EXIT_DEVICE])
     return code
 
@@ -338,9 +338,9 @@ def dispatch_plan(args: argparse.Namespace) -> int | None:
                 cmd_plan(one)
             docs.append({"target": spec, "plan": json.loads(buf.getvalue())})
         else:
-            print(f"{'=' * 8} drive {i} of {len(targets)}: {spec} {'=' * 8}")
+            say(f"{'=' * 8} drive {i} of {len(targets)}: {spec} {'=' * 8}")
             cmd_plan(one)
-            print()
+            say()
     warnings = fleetmod.sharing_warnings(targets)
     over = fleetmod.oversubscription(jobs, fleetmod.cpu_cores())
     if over:
@@ -348,7 +348,7 @@ def dispatch_plan(args: argparse.Namespace) -> int | None:
     if args.json:
         print(json.dumps({"drives": docs, "warnings": warnings}, indent=1))
     for w in warnings:
-        sys.stderr.write(f"tkbench: warning: {w}\n")
+        warn(w)
     return 0
 
 
@@ -359,5 +359,5 @@ def dispatch_show(args: argparse.Namespace) -> int | None:
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
-        print(fleetmod.format_fleet(summary))
+        say(fleetmod.format_fleet(summary))
     return 0

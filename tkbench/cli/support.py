@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_INTERNAL
+from ..errors import EXIT_INTERNAL, DeviceError
+from ..terminal import printable
 from ..units import timestamp
 
 
@@ -34,7 +35,7 @@ SESSION = Session()
 def info(text: str) -> None:
     """An informational line on stderr (where a file went, a summary); not under -q."""
     if not SESSION.quiet:
-        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.write(printable(text.removesuffix("\n"), lines=True) + "\n")
 
 
 class WatchedProgress:
@@ -124,7 +125,7 @@ def internal_error(exc: BaseException) -> int:
         sys.stderr.write(text)
     elif not where:
         where = "run with -v for the traceback; "
-    message = str(exc).splitlines()[0] if str(exc) else ""
+    message = printable(str(exc).splitlines()[0]) if str(exc) else ""
     sys.stderr.write(
         f"tkbench: error: internal error: {type(exc).__name__}"
         f"{': ' + message if message else ''} ({where}please report it)\n"
@@ -132,14 +133,50 @@ def internal_error(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {
-    ord("\n"): "\\n",
-    ord("\r"): "\\r",
-    ord("\t"): "\\t",
-}
-
-
 def one_line(text: str) -> str:
     """``text`` with its control characters escaped: an error stays one line even when it
     quotes a path with a newline in it (scripts read the first line of stderr)."""
-    return text.translate(_CONTROL)
+    return printable(text)
+
+
+def say(text: str = "") -> None:
+    """A line (or lines) of a command's output for people on stdout, control
+    characters escaped (:func:`tkbench.terminal.printable`); JSON goes out as it is."""
+    print(printable(text, lines=True))
+
+
+def warn(text: str) -> None:
+    """A warning on stderr, one line, control characters escaped."""
+    sys.stderr.write(f"tkbench: warning: {printable(text)}\n")
+
+
+class GuardedOutput:
+    """Standard output whose failed writes (a full disk, ``>/dev/full``, an I/O
+    error) are a :class:`DeviceError` of one line, not an internal error; a closed
+    pipe stays a BrokenPipeError (see :func:`closed_output`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def _failed(self, exc: OSError) -> DeviceError:
+        silence(self.inner)  # what is still buffered goes nowhere, not to a second error
+        return DeviceError(f"standard output: cannot write: {exc.strerror or exc}")
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.inner.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self.inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
-from .support import info
+from .options import path_arg
+from .support import info, say
 
 
 def register(sub: Any) -> None:
@@ -63,7 +64,7 @@ def register(sub: Any) -> None:
         "report's values): run id, host, drive model, serial, firmware, profile, test, "
         "point, direction, metric, value, unit, steady state.  See docs/automation.md.",
     )
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
     p.add_argument(
         "--format",
         choices=("csv", "jsonl", "openmetrics"),
@@ -72,7 +73,7 @@ def register(sub: Any) -> None:
         "exposition format, base units, ends with '# EOF')",
     )
     p.add_argument(
-        "--out", type=Path, metavar="FILE", help="write to FILE instead of standard output"
+        "--out", type=path_arg, metavar="FILE", help="write to FILE instead of standard output"
     )
     p.set_defaults(func=cmd_export)
 
@@ -103,7 +104,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     else:
         for e, d in rows:
             hides = f" (hides {', '.join(e.shadows)})" if e.shadows else ""
-            print(f"{e.name:<12} {e.origin + hides:<9} {d}")
+            say(f"{e.name:<12} {e.origin + hides:<9} {d}")
     return EXIT_BAD_INPUT if bad else 0
 
 
@@ -127,7 +128,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             line = f"{status:<8} {f.name:<{width}}  {f.detail}"
             if not f.ok and f.fix:
                 line += f"; fix: {f.fix}"
-            print(line)
+            say(line)
         what = " and ".join(purposes)
         if bad:
             sys.stderr.write(
@@ -144,13 +145,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import rows, to_csv, to_jsonl, to_openmetrics
-    from ..store import load_run, write_atomic
+    from ..outputs import check_output, write_output
+    from ..store import load_run
 
+    if args.out is not None:
+        check_output(args.out, "--out")  # before reading the runs
     found = rows(load_run(d) for d in args.runs)
     text = {"csv": to_csv, "jsonl": to_jsonl, "openmetrics": to_openmetrics}[args.format](found)
     if args.out is None:
         sys.stdout.write(text)
     else:
-        write_atomic(args.out, text)
+        write_output(args.out, text, "--out")
         info(f"export: {len(found)} value(s) to {args.out}")
     return 0

@@ -17,8 +17,9 @@ from pathlib import Path
 import jinja2
 
 from ..errors import InputError
+from ..outputs import check_output, run_directory_of, write_output
 from ..paths import bundled
-from ..store import check_creatable, write_atomic
+from ..store import check_creatable
 from .chart import Chart, build_chart, colour
 from .model import ModelPage, Site, number
 
@@ -61,6 +62,9 @@ def check_out_dir(out: Path) -> None:
     a place that cannot be created, no write permission."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is not a directory")
+    run = run_directory_of(out / "index.html")
+    if run is not None:
+        raise InputError(f"--out {out} is inside the run directory {run}: give another directory")
     check_creatable(out / "index.html", "--out")
 
 
@@ -72,6 +76,7 @@ def _check_names(out: Path, names: list[str]) -> None:
                 f"--out {out}: {name} is there and was not written by tkbench dashboard; "
                 "give a new or empty directory, or the dashboard's own"
             )
+        check_output(path, "--out")  # the rule of every output path (not a run's record)
 
 
 def render(site: Site, location: str, built: float | None = None) -> dict[str, str]:
@@ -112,10 +117,10 @@ def write(out: Path, pages: dict[str, str]) -> Written:
         _check_names(out, names)
     files = []
     for name, html in pages.items():
-        write_atomic(out / name, html)
+        write_output(out / name, html, "--out")
         files.append(out / name)
     for name in ASSETS:
-        write_atomic(out / name, (bundled("templates") / "dashboard" / name).read_bytes())
+        write_output(out / name, (bundled("templates") / "dashboard" / name).read_bytes(), "--out")
         files.append(out / name)
     removed = []
     for old in sorted(out.glob(PAGES)):

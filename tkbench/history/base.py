@@ -24,6 +24,9 @@ from ..store import RunData
 from .entry import COLUMNS, Entry, baseline_of, entry_for, from_row, sort_key, to_row
 
 STORED = (*COLUMNS, "indexed_on")  # every column of the runs table
+# the columns of the runs table of the first version (schema.STEPS[0]): every tkbench
+# history has them, another application's table of the same name not all of them
+FIRST_COLUMNS = COLUMNS[: COLUMNS.index("checks") + 1]
 
 
 class Connection(Protocol):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InputError
 from . import schema
-from .base import Connection, History
+from .base import FIRST_COLUMNS, Connection, History
 
 
 class SQLiteHistory(History):
@@ -25,20 +26,39 @@ class SQLiteHistory(History):
         self.shared = shared
 
     def exists(self) -> bool:
-        return self.path.exists()
+        return self._file()
+
+    def _file(self) -> bool:
+        """Whether the history file exists; a path that is no regular file (a FIFO, a
+        device: SQLite would wait on it or read it as an empty database) is refused at
+        once, before SQLite opens anything."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise InputError(f"history database {self.path}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"history database {self.path} is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                f"history database {self.path} is not a regular file (a FIFO, a device or a "
+                "socket): give an SQLite file"
+            )
+        return True
 
     def _error(self, exc: BaseException) -> InputError:
         return InputError(f"history database {self.path}: {exc}")
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[Connection | None]:
-        if not self.path.exists():
+        if not self._file():
             yield None
             return
-        if self.path.is_dir():
-            raise InputError(f"history database {self.path} is a directory")
         try:
-            con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            con = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?{_read_only(self.path)}", uri=True
+            )
         except (OSError, sqlite3.Error) as exc:
             raise self._error(exc) from None
         try:
@@ -46,11 +66,10 @@ class SQLiteHistory(History):
             if version > schema.HISTORY_VERSION:
                 raise InputError(schema.newer_message(self.location, version))
             tables = _tables(con)
-            if "runs" not in tables:
-                if tables:
-                    raise self._not_history()
+            if not tables:
                 yield None  # an empty database (a file made by touch): no runs yet
                 return
+            self._check_ours(con, tables)
             yield con
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
@@ -59,7 +78,7 @@ class SQLiteHistory(History):
 
     @contextlib.contextmanager
     def _writer(self) -> Iterator[Connection]:
-        creating = not self.path.exists()
+        creating = not self._file()
         try:
             self._make_parent()
             con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -93,30 +112,31 @@ class SQLiteHistory(History):
         version = _version(con)
         if version > schema.HISTORY_VERSION:
             raise InputError(schema.newer_message(self.location, version))
+        tables = _tables(con)
+        if tables:
+            self._check_ours(con, tables)  # before any statement could change it
         if version == schema.HISTORY_VERSION:
             return
-        if version == 0:
-            tables = _tables(con)
-            if tables and "runs" not in tables:
-                raise self._not_history()
         for sql in schema.upgrade(version, schema.SQLITE):
             con.execute(sql)
         schema.rewrite_serials(version, con, "?")
         con.execute(f"PRAGMA user_version = {schema.HISTORY_VERSION}")
 
-    def _not_history(self) -> InputError:
-        return InputError(
-            f"history database {self.path}: not a tkbench history (an SQLite database "
-            "with other tables)"
-        )
+    def _check_ours(self, con: sqlite3.Connection, tables: set[str]) -> None:
+        """Refuse another application's database: a tkbench history has a ``runs``
+        table with at least the columns of its first version (another ``runs`` table,
+        even with a version number of its own, is no history to list, prune or upgrade)."""
+        if "runs" not in tables or not set(FIRST_COLUMNS) <= self._columns(con):
+            raise InputError(
+                f"history database {self.path}: not a tkbench history (an SQLite database "
+                "with other tables)"
+            )
 
     def _columns(self, con: Connection) -> set[str]:
         return {row[1] for row in con.execute("PRAGMA table_info(runs)").fetchall()}
 
     def check_usable(self) -> None:
-        if self.path.exists():
-            if self.path.is_dir():
-                raise InputError(f"history database {self.path} is a directory")
+        if self._file():
             self.entries()
             if not os.access(self.path, os.W_OK):
                 raise InputError(f"history database {self.path} is not writable")
@@ -126,6 +146,23 @@ class SQLiteHistory(History):
             parent = parent.parent
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise InputError(f"history database {self.path}: cannot create it in {parent}")
+
+
+def _read_only(path: Path) -> str:
+    """The URI parameters that open ``path`` for reading without creating a file beside
+    it.  A database in WAL mode gets its ``-wal`` and ``-shm`` files even when opened
+    read-only; when it has none (no writer at work, nothing to read from them) it is
+    opened as immutable, which creates neither."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return "mode=ro"
+    wal = len(header) == 20 and header[18] == 2 and header[19] == 2
+    sides = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    if wal and not any(p.exists() for p in sides):
+        return "mode=ro&immutable=1"
+    return "mode=ro"
 
 
 def _version(con: sqlite3.Connection) -> int:

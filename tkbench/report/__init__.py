@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputError, RunDirError
-from ..store import RunData, check_output_file, load_run, write_atomic
+from ..outputs import check_output, write_output
+from ..store import RunData, load_run
 
 __all__ = ["build_comparison", "build_report"]
 
@@ -36,8 +37,8 @@ def build_report(
     run_dir, out_pdf = Path(run_dir), Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the report file name must end in .pdf")
-    check_output_file(out_pdf, "report")
-    check_output_file(out_pdf.with_suffix(".html"), "report")
+    check_output(out_pdf, "report")
+    check_output(out_pdf.with_suffix(".html"), "report")
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such run directory")
     run = load_run(run_dir)
@@ -57,8 +58,8 @@ def build_report(
     doc = render.build_document(report, logo_data)
     pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
     _make_parent(out_pdf)
-    write_atomic(out_pdf.with_suffix(".html"), doc.html)
-    write_atomic(out_pdf, pdf)
+    write_output(out_pdf.with_suffix(".html"), doc.html, "report")
+    write_output(out_pdf, pdf, "report")
     return out_pdf
 
 
@@ -68,8 +69,8 @@ def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     out_pdf = Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise InputError(f"{out_pdf}: the comparison file name must end in .pdf")
-    check_output_file(out_pdf, "comparison")
-    check_output_file(out_pdf.with_suffix(".html"), "comparison")
+    check_output(out_pdf, "comparison")
+    check_output(out_pdf.with_suffix(".html"), "comparison")
     if not runs:
         raise InputError("nothing to compare: no run given")
     from . import comparison, render  # matplotlib: only once the input is good
@@ -78,8 +79,8 @@ def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     doc = render.build_comparison_document(model)
     pdf, _pages = render.render_pdf(doc.print_html, render.AssetFetcher(doc.assets))
     _make_parent(out_pdf)
-    write_atomic(out_pdf.with_suffix(".html"), doc.html)
-    write_atomic(out_pdf, pdf)
+    write_output(out_pdf.with_suffix(".html"), doc.html, "comparison")
+    write_output(out_pdf, pdf, "comparison")
     return out_pdf
 
 
