@@ -6,6 +6,7 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +142,15 @@ def mounted_volume(
     finally:
         subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
         subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def start_tkbench(*args: str) -> subprocess.Popen[str]:
+    """``python -m tkbench ARGS`` in a process group of its own (fio is killed with it),
+    its output captured as text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tkbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )

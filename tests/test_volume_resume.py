@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import layout_text
+from tests._helpers import layout_text, start_tkbench
 from tests.test_volume import SMALL, _snapshot, ext4, needs_root
 from tkbench.store import load_run
 from tkbench.volume import MARKER, PREFIX
@@ -36,16 +36,6 @@ PROFILE = SMALL.replace(
 ORDER = ("4k", "4k-fsync", "64k", "64k-fsync", "1m", "1m-fsync")
 
 
-def _tkbench(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tkbench", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: fio is killed with it
-    )
-
-
 def _stored(out: Path) -> list[Path]:
     return sorted(out.glob("tests/*/rounds/*.json"))
 
@@ -61,7 +51,7 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
     prof = tmp_path / "small.toml"
     prof.write_text(PROFILE, encoding="utf-8")
     out = tmp_path / "run"
-    proc = _tkbench(
+    proc = start_tkbench(
         "run", "--profile", str(prof), "--target", str(mnt), "--out", str(out), "--no-history"
     )
     try:
@@ -87,7 +77,7 @@ def test_a_killed_volume_run_resumes_where_it_stopped(
     (stale,) = [d for d in mnt.iterdir() if d.name.startswith(PREFIX)]
     assert (stale / MARKER).is_file()
 
-    proc = _tkbench("run", "--resume", str(out), "--no-history")
+    proc = start_tkbench("run", "--resume", str(out), "--no-history")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
 

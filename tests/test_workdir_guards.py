@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._helpers import start_tkbench
 from tkbench.errors import SafetyError
 from tkbench.records.run import Manifest
 from tkbench.store import RunStore
@@ -312,16 +313,6 @@ def test_a_marker_that_is_a_fifo_is_no_marker(tmp_path: Path) -> None:
     pytest.fail("reading a FIFO planted as a marker blocked")
 
 
-def _tkbench(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tkbench", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: fio is killed with it
-    )
-
-
 @needs_root
 @pytest.mark.fio
 def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: Path) -> None:
@@ -335,7 +326,7 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     prof.write_text(SMALL, encoding="utf-8")
     out = tmp_path / "run"
     opts = ("--no-history", "--no-report")
-    proc = _tkbench(
+    proc = start_tkbench(
         "run", "--profile", str(prof), "--target", str(shared), "--out", str(out), *opts
     )
     try:
@@ -364,7 +355,7 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     assert len(planted) == 3
     before = tree_state(shared.parent)
 
-    proc = _tkbench("run", "--resume", str(out), *opts)
+    proc = start_tkbench("run", "--resume", str(out), *opts)
     _, err = proc.communicate(timeout=300)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert proc.returncode == 3, err
@@ -373,7 +364,7 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     assert victim.read_bytes() == b"root's own data\n" * 100
 
     _as_nobody("import shutil, sys\nfor d in sys.argv[1:]: shutil.rmtree(d)", *map(str, planted))
-    proc = _tkbench("run", "--resume", str(out), *opts)
+    proc = start_tkbench("run", "--resume", str(out), *opts)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert list(shared.iterdir()) == []  # its working directory reused, then removed
