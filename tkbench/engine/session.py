@@ -38,17 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, copyrun, fiologs, histphase, jobfile, procedures
-from .analysis import stages, steady
-from .analysis.kinds import Standing, kind_named, kind_of, test_result
-from .analysis.segments import segment_of, segment_rounds, segment_verdicts
-from .analysis.window import window, window_records
-from .cacherecord import RunRecordSink
-from .device.purge import PurgeRecord
-from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
-from .handoff import markers_time, private_dir
-from .plan import Plan, PlannedTest, Point
-from .records import (
+from tkbench import __version__, copyrun, fiologs, histphase, jobfile, procedures
+from tkbench.analysis import stages, steady
+from tkbench.analysis.kinds import Standing, kind_named, kind_of, test_result
+from tkbench.analysis.segments import segment_of, segment_rounds, segment_verdicts
+from tkbench.analysis.window import window, window_records
+from tkbench.cacherecord import RunRecordSink
+from tkbench.device.purge import PurgeRecord
+from tkbench.errors import DeviceError, Interrupted, RunDirError, TkbenchError
+from tkbench.handoff import markers_time, private_dir
+from tkbench.plan import Plan, PlannedTest, Point
+from tkbench.records import (
     Failure,
     Host,
     Manifest,
@@ -62,8 +62,8 @@ from .records import (
     TargetState,
     TestPlan,
 )
-from .records.base import dump
-from .results import (
+from tkbench.records.base import dump
+from tkbench.results import (
     LiveFigures,
     StatusStream,
     counter_figures,
@@ -72,10 +72,10 @@ from .results import (
     tracking_values,
     written_bytes,
 )
-from .runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun, FioRunner
-from .store import RunStore, TestData
-from .target import Target
-from .thermalwatch import ThermalWatch
+from tkbench.runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun, FioRunner
+from tkbench.store import RunStore, TestData
+from tkbench.target import Target
+from tkbench.thermalwatch import ThermalWatch
 
 # Seconds of idle between two rounds after which the drive may have recovered
 # (docs/resume.md): the default --resume-gap, and the least gap inside a run that
@@ -178,7 +178,7 @@ def new_manifest(
 def target_record(target: Target) -> TargetRecord:
     """The manifest's record of ``target``, with what proves it on a resume: the
     resolved path of a file or block device, a regular file's device and inode."""
-    from .device.owndata import identify_node
+    from tkbench.device.owndata import identify_node
 
     resolved = node = None
     if target.kind == "block":
@@ -306,7 +306,7 @@ class Engine:
         proof open: a resume then compares what it can, and says so)."""
         if self.ended_digest is not None or not self.target.marks_own_data:
             return
-        from .device import owndata
+        from tkbench.device import owndata
 
         found = owndata.digest_within(self.target.path)
         if found is None:
