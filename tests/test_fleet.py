@@ -1,5 +1,5 @@
 """Several drives in one ``tkbench run``: one independent child run per target
-(tkbench/fleet.py).  Real fio on tiny files, the emulator for a failing drive."""
+(tkbench/fleet/).  Real fio on tiny files, the emulator for a failing drive."""
 
 from __future__ import annotations
 

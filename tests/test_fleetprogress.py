@@ -3,7 +3,7 @@ are as tkbench.ui.LogProgress writes them; tests/test_tty.py reads real ones).""
 
 from __future__ import annotations
 
-from tkbench.fleetprogress import DriveState, fields, line_kind
+from tkbench.fleet.progress import DriveState, fields, line_kind
 
 T = "2026-11-23T10:00:36+00:00"
 

@@ -234,7 +234,7 @@ class FleetDisplay:
         from rich.console import Console
         from rich.live import Live
 
-        from .fleetprogress import DriveState
+        from .fleet.progress import DriveState
 
         self.console = Console(file=stream or sys.stderr)
         self.drives = {n: DriveState(n) for n in names}
@@ -277,7 +277,7 @@ class FleetDisplay:
 
     def line(self, name: str, text: str) -> None:
         """One line of a drive's run."""
-        from .fleetprogress import line_kind
+        from .fleet.progress import line_kind
 
         with self._lock:
             drive = self.drives.setdefault(name, self._new(name))
@@ -291,6 +291,6 @@ class FleetDisplay:
 
     @staticmethod
     def _new(name: str) -> Any:
-        from .fleetprogress import DriveState
+        from .fleet.progress import DriveState
 
         return DriveState(name)

@@ -309,7 +309,7 @@ def _prompt(text: str) -> str:
 
 def _progress(interactive: bool) -> Any:
     from ..engine import NullProgress
-    from ..fleetprogress import STATUS_ENV
+    from ..fleet.progress import STATUS_ENV
     from ..runner import STATUS_INTERVAL
     from ..ui import LogProgress, RichProgress
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
-from ..fleetprogress import STATUS_ENV
+from ..fleet.progress import STATUS_ENV
 from .support import SESSION, command_name, info, one_line, say, warn
 
 if TYPE_CHECKING:

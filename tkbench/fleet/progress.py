@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .units import format_duration
+from tkbench.units import format_duration
 
 # seconds between a child's status lines while the fleet display is on a terminal
 # (the child's own default off a terminal is one a minute); read by `tkbench run`

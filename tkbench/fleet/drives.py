@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import (
+from tkbench.errors import (
     EXIT_BAD_INPUT,
     EXIT_DEVICE,
     EXIT_FAILED_CHECK,
@@ -214,7 +214,7 @@ def _file_reach(
 def reach(spec: str, sys_root: Path = Path("/sys")) -> _Reach:
     """What the target ``spec`` reads and writes, however it is named (a link, a hard
     link, a bind mount, a loop device, a partition)."""
-    from .target import is_nbd
+    from tkbench.target import is_nbd
 
     if is_nbd(spec):
         return {("nbd", spec): (True, "")}
@@ -275,8 +275,8 @@ def _check_space(specs: Sequence[str], size: int | None) -> None:
     """The fleet's file targets on one filesystem must fit its free space together (each
     run checks only its own): a new file's ``--size``, an existing file's blocks not
     yet allocated."""
-    from .units import human_bytes
-    from .volume import _mount
+    from tkbench.units import human_bytes
+    from tkbench.volume import _mount
 
     need: dict[int, list[tuple[str, int]]] = {}
     where: dict[int, str] = {}
@@ -343,8 +343,8 @@ def plan_drives(
     directories and match each ``--confirm`` ID to the one block device it names.
     A target that is refused here (neither file nor device) is still a drive: its
     run refuses it with its own message and exit code, the others go on."""
-    from .errors import SafetyError
-    from .runs import RunRequest, prepare
+    from tkbench.errors import SafetyError
+    from tkbench.runs import RunRequest, prepare
 
     if len(targets) < 2:
         raise InputError("a fleet needs two or more --target")
@@ -386,7 +386,7 @@ def plan_drives(
 def _sized(spec: str) -> bool:
     """--size applies to the regular-file targets of a fleet (block devices and NBD
     exports have their own size)."""
-    from .target import is_nbd
+    from tkbench.target import is_nbd
 
     if is_nbd(spec):
         return False
@@ -519,7 +519,7 @@ def child_command(args: Sequence[str]) -> list[str]:
     -m tkbench`` would look in the working directory first and import a folder named
     ``tkbench`` there instead; ``-P`` leaves it off the module path, and the
     directory this package was imported from goes first."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parent.parent.parent)
     code = f"import sys; sys.path.insert(0, {root!r}); from tkbench.cli import main; "
     code += "sys.exit(main())"
     return [sys.executable, "-P", "-c", code, *args]
@@ -644,7 +644,7 @@ def unfinished(root: Path, record: FleetRecord) -> list[RunEntry]:
     """The runs ``--resume DIR`` continues: those whose run directory holds a run that
     is not complete.  A run refused before it had a directory has nothing to resume
     (start it again on its own once the cause is gone)."""
-    from .store import load_run
+    from tkbench.store import load_run
 
     out = []
     for r in record.runs:
@@ -674,7 +674,7 @@ def bind_to_parent() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
     if str(os.getppid()) != parent:  # the parent died before prctl took effect
-        from .errors import Interrupted
+        from tkbench.errors import Interrupted
 
         raise Interrupted("the fleet that started this run is gone")
 
@@ -685,9 +685,9 @@ def bind_to_parent() -> None:
 def fleet_summary(root: Path) -> dict[str, Any]:
     """One entry per drive: what its run did, its headline numbers, steady state per
     test and its checks (``tkbench show DIR --json``)."""
-    from .analysis import headline
-    from .store import load_run
-    from .summary import run_summary
+    from tkbench.analysis import headline
+    from tkbench.store import load_run
+    from tkbench.summary import run_summary
 
     root = Path(root)
     rec = FleetRecord.load(root)
