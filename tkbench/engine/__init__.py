@@ -14,23 +14,18 @@ import time
 import types
 from typing import Any
 
-from tkbench.engine import session
-from tkbench.engine.session import (
-    FIO_STARTUP,
-    IDLE_GAP_MIN,
-    POLL,
-    START_AHEAD,
-    CounterSampler,
-    Engine,
-    EngineOptions,
-    NullProgress,
-    Progress,
+from tkbench.engine import copying, manifest, parts, pipeline, rounds, session, state, steps
+from tkbench.engine.manifest import (
     check_resumable,
     host_info,
     new_manifest,
     purge_record,
     target_record,
 )
+from tkbench.engine.options import IDLE_GAP_MIN, EngineOptions, NullProgress, Progress
+from tkbench.engine.pipeline import FIO_STARTUP, POLL, START_AHEAD, CounterSampler
+from tkbench.engine.session import Engine
+from tkbench.engine.state import TestState
 
 __all__ = [
     "FIO_STARTUP",
@@ -42,6 +37,7 @@ __all__ = [
     "EngineOptions",
     "NullProgress",
     "Progress",
+    "TestState",
     "check_resumable",
     "host_info",
     "new_manifest",
@@ -51,7 +47,16 @@ __all__ = [
 ]
 
 # the modules that read the clock (``time``)
-_CLOCKED: tuple[types.ModuleType, ...] = (session,)
+_CLOCKED: tuple[types.ModuleType, ...] = (
+    copying,
+    manifest,
+    parts,
+    pipeline,
+    rounds,
+    session,
+    state,
+    steps,
+)
 
 
 class _Engine(types.ModuleType):
