@@ -323,7 +323,7 @@ def test_run_directory_names_are_unique_and_safe() -> None:
     assert fleetmod.run_name("/dev/nvme0n1", "block", ident) == "Samsung_PM1733-S4X_1"
     assert fleetmod.run_name("/x/t.img", "file", {}) == "t.img"
     assert fleetmod.run_name("nbd+unix:///?socket=/tmp/s.sock", "nbd", {}) == "s.sock"
-    assert fleetmod._unique(["t", "t", "t-2", "u"]) == ["t", "t-2", "t-2-2", "u"]
+    assert fleetmod.unique(["t", "t", "t-2", "u"]) == ["t", "t-2", "t-2-2", "u"]
 
 
 def test_a_fleet_record_from_elsewhere_is_refused(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ def _start(args: argparse.Namespace, targets: list[str]) -> int:
     jobs = []
     for d, entry in zip(drives, record.runs, strict=True):
         argv = ["run", "--profile", args.profile, "--target", d.spec, "--out", str(out / d.name)]
-        if args.size is not None and fleetmod._sized(d.spec):
+        if args.size is not None and fleetmod.sized(d.spec):
             argv += ["--size", str(args.size)]
         for o in args.overrides:
             argv += ["--set", o]
@@ -327,7 +327,7 @@ def dispatch_plan(args: argparse.Namespace) -> int | None:
     for i, spec in enumerate(targets, 1):
         one = copy.copy(args)
         one.target = spec
-        one.size = args.size if fleetmod._sized(spec) else None
+        one.size = args.size if fleetmod.sized(spec) else None
         plan, _ = prepare(
             RunRequest(profile=args.profile, target=spec, size=one.size, overrides=args.overrides)
         )

@@ -1,45 +1,33 @@
-"""Several drives on one host, in parallel: one independent ``tkbench run`` per target
-(:mod:`tkbench.fleet.drives`), and where each drive is, read from its run's log lines
-(:mod:`tkbench.fleet.progress`).  What the CLI and the tests import from
-``tkbench.fleet`` is re-exported here."""
+"""Several drives on one host, in parallel: one independent ``tkbench run`` per target.
+
+One module per concern: the targets checked together before anything starts
+(:mod:`.together`), the drives and their run directories (:mod:`.drives`), what the
+plan says of the host (:mod:`.host`), the children started, watched and signalled
+(:mod:`.supervisor`), their exit codes (:mod:`.outcomes`), ``fleet.json``
+(:mod:`.record`), the summary (:mod:`.summary`) and each drive's progress read from
+its lines (:mod:`.progress`).  What the CLI and the tests use is re-exported here.
+"""
 
 from __future__ import annotations
 
 from tkbench.errors import EXIT_INTERRUPTED
-from tkbench.fleet.drives import (
+from tkbench.fleet.drives import Drive, plan_drives, run_name, unique
+from tkbench.fleet.host import cpu_cores, fio_jobs, oversubscription, pci_path, sharing_warnings
+from tkbench.fleet.outcomes import OUTCOMES, exit_code_of, outcome, worst
+from tkbench.fleet.progress import STATUS_ENV, DriveState, fields, line_kind
+from tkbench.fleet.record import (
     FLEET_FILE,
     FORMAT,
-    OUTCOMES,
-    PARENT_ENV,
     VERSION,
-    Child,
-    Drive,
-    Fleet,
     FleetRecord,
     RunEntry,
-    _sized,
-    _unique,
-    bind_to_parent,
-    check_together,
-    child_command,
-    cpu_cores,
-    exit_code_of,
-    fio_jobs,
-    fleet_summary,
-    format_fleet,
     is_fleet,
     new_record,
-    outcome,
-    oversubscription,
-    pci_path,
-    plan_drives,
-    reach,
-    run_name,
-    sharing_warnings,
     unfinished,
-    worst,
 )
-from tkbench.fleet.progress import STATUS_ENV, DriveState, fields, line_kind
+from tkbench.fleet.summary import fleet_summary, format_fleet
+from tkbench.fleet.supervisor import PARENT_ENV, Child, Fleet, bind_to_parent, child_command
+from tkbench.fleet.together import check_together, reach, sized
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -55,8 +43,6 @@ __all__ = [
     "Fleet",
     "FleetRecord",
     "RunEntry",
-    "_sized",
-    "_unique",
     "bind_to_parent",
     "check_together",
     "child_command",
@@ -76,6 +62,8 @@ __all__ = [
     "reach",
     "run_name",
     "sharing_warnings",
+    "sized",
     "unfinished",
+    "unique",
     "worst",
 ]
