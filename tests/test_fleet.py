@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -358,3 +359,48 @@ def test_each_confirm_goes_to_the_loop_device_it_names(tmp_path: Path) -> None:
         assert "confirm" in rec["runs"][1]["error"]
         assert load_run(out / rec["runs"][0]["run_dir"]).manifest.status == "complete"
         assert sha256_of(other) == before  # the unconfirmed device was not written
+
+
+def _imports(root: Path) -> dict[str, set[str]]:
+    """Every tkbench module and the tkbench modules it imports, anywhere in it
+    (function-local and TYPE_CHECKING imports counted): ``from P import N`` is an
+    import of the module P.N where there is one, else of P."""
+    names = {}
+    for path in (root / "tkbench").rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names if a.name in names}
+            elif isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                mod = (
+                    (f"{base}.{node.module}" if node.module else base)
+                    if node.level
+                    else node.module
+                )
+                for a in node.names:
+                    full = f"{mod}.{a.name}"
+                    out.add(full if full in names else str(mod))
+        graph[name] = {m for m in out if m in names and m != name}
+    return graph
+
+
+def test_the_fleet_and_engine_packages_and_the_cli_fleet_sit_in_no_import_cycle() -> None:
+    graph = _imports(Path(__file__).resolve().parent.parent)
+    mine = [m for m in graph if m.startswith(("tkbench.fleet", "tkbench.engine", "tkbench.cli."))]
+    for start in mine:
+        # every module ``start`` reaches; a cycle through it reaches ``start`` again
+        seen, todo = set(), list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        assert start not in seen, f"{start} imports itself through {sorted(seen)}"

@@ -20,6 +20,7 @@ from .. import plan as planmod
 from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from ..terminal import printable
 from . import support
+from .fleet import dispatch_plan, dispatch_run, dispatch_show
 from .options import rig_name
 from .support import SESSION, info, one_line, say, warn
 
@@ -44,9 +45,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .. import jobfile
     from ..analysis.conformance import judge_plan
     from ..runs import RunRequest, prepare
-    from .fleet import dispatch_plan
 
-    if (several := dispatch_plan(args)) is not None:
+    if (several := dispatch_plan(args, cmd_plan)) is not None:
         return several
     plan, target = prepare(
         RunRequest(
@@ -154,7 +154,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..runs import RunRequest, check_outputs, start
     from ..store import load_run
     from ..summary import run_summary
-    from .fleet import dispatch_run
 
     if (several := dispatch_run(args)) is not None:
         return several
@@ -463,7 +462,6 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from ..store import load_run
     from ..summary import format_summary, run_summary
-    from .fleet import dispatch_show
 
     if (several := dispatch_show(args)) is not None:
         return several

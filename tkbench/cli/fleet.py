@@ -3,7 +3,9 @@
 ``cmd_run``, ``cmd_plan`` and ``cmd_show`` ask :func:`dispatch_run`,
 :func:`dispatch_plan` and :func:`dispatch_show` first; each returns ``None`` when the
 command is about one run (and leaves ``args.target``/``args.confirm`` single-valued,
-as the single-run code expects), else the command's exit code.
+as the single-run code expects), else the command's exit code.  ``cmd_plan`` hands
+:func:`dispatch_plan` itself, to print each drive's plan: this module imports nothing
+from :mod:`.commands`, which imports it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
 from ..fleet.progress import STATUS_ENV
+from .options import rig_name
 from .support import SESSION, command_name, info, one_line, say, warn
 
 if TYPE_CHECKING:
@@ -88,13 +91,8 @@ def _preflight(args: argparse.Namespace) -> None:
     """What every run would check the same way, once, before anything starts."""
     from ..runs import check_outputs
 
-    if args.rig is None:
-        import os
-
-        from .options import rig_name
-
-        if os.environ.get("TKBENCH_RIG", "").strip():
-            args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
+    if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
+        args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
     check_outputs(
         history_db=None if args.no_history else (args.history or True), baseline=args.baseline
     )
@@ -313,13 +311,15 @@ def _comparison(root: Path, record: fleetmod.FleetRecord, code: int) -> int:
 # ------------------------------------------------------------------ plan and show
 
 
-def dispatch_plan(args: argparse.Namespace) -> int | None:
+def dispatch_plan(
+    args: argparse.Namespace, plan_one: Callable[[argparse.Namespace], int]
+) -> int | None:
+    """``plan_one(args)`` prints the plan of one target (``tkbench plan``'s own)."""
     targets = _single(args, "target")
     if len(targets) < 2:
         _one(args)
         return None
     from ..runs import RunRequest, prepare
-    from .commands import cmd_plan
 
     fleetmod.check_together(targets, args.size)
     jobs = []
@@ -335,11 +335,11 @@ def dispatch_plan(args: argparse.Namespace) -> int | None:
         if args.json:
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                cmd_plan(one)
+                plan_one(one)
             docs.append({"target": spec, "plan": json.loads(buf.getvalue())})
         else:
             say(f"{'=' * 8} drive {i} of {len(targets)}: {spec} {'=' * 8}")
-            cmd_plan(one)
+            plan_one(one)
             say()
     warnings = fleetmod.sharing_warnings(targets)
     over = fleetmod.oversubscription(jobs, fleetmod.cpu_cores())
