@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import plan as planmod
 from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
+from ..fleet.reports import report_turn
 from ..terminal import printable
 from . import support
 from .fleet import dispatch_plan, dispatch_run, dispatch_show
@@ -210,7 +211,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if done.history_error:
         warn(done.history_error)
     if not args.no_report:
-        _write_report(out)
+        # a run of a fleet waits for one of the fleet's report slots (fleet.reports)
+        with report_turn(_waiting_for_report):
+            _write_report(out)
     if args.json:
         summary = run_summary(load_run(out))
         summary["checks"] = done.to_json()
@@ -260,6 +263,10 @@ def _checks(args: argparse.Namespace, out: Path) -> ChecksDone:
         threshold=args.regression_threshold,
         rig=args.rig,
     )
+
+
+def _waiting_for_report(slots: int) -> None:
+    info(f"report: waiting for one of the fleet's {slots} report slot(s)")
 
 
 def _write_report(run_dir: Path) -> Path:

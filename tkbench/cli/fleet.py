@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import fleet as fleetmod
 from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
 from ..fleet.progress import STATUS_ENV
+from ..fleet.reports import ReportSlots, default_jobs
 from .options import rig_name
 from .support import SESSION, command_name, info, one_line, say, warn
 
@@ -228,10 +229,13 @@ def _finish(
     jobs: list[tuple[fleetmod.RunEntry, list[str]]],
 ) -> int:
     display = _display([entry.name for entry, _ in jobs])
+    # at most --report-jobs of the runs render their reports at once (fleet.reports)
+    slots = None if args.no_report else ReportSlots(args.report_jobs or default_jobs())
+    env = {**os.environ, **(slots.env() if slots is not None else {})}
     if display is None:
-        fleet = fleetmod.Fleet(root, record, _emitter())
+        fleet = fleetmod.Fleet(root, record, _emitter(), env=env)
     else:  # the children report fio's live figures every few seconds, for the display
-        env = {**os.environ, STATUS_ENV: "1"}
+        env[STATUS_ENV] = "1"
 
         def on_end(e: fleetmod.RunEntry) -> None:
             code = e.exit_code if e.exit_code is not None else fleetmod.EXIT_INTERRUPTED
@@ -251,6 +255,8 @@ def _finish(
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if slots is not None:
+            slots.close()
     if not args.no_report:
         code = _comparison(root, record, code)
     summary = fleetmod.fleet_summary(root)
@@ -361,3 +367,14 @@ def dispatch_show(args: argparse.Namespace) -> int | None:
     else:
         say(fleetmod.format_fleet(summary))
     return 0
+
+
+def report_jobs(text: str) -> int:
+    """``--report-jobs N``: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: give 1 or more")
+    return value

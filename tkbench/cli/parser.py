@@ -25,6 +25,7 @@ from .commands import (
     cmd_run,
     cmd_show,
 )
+from .fleet import report_jobs
 from .options import (
     Many,
     Parser,
@@ -201,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print a machine-readable summary on stdout at the end"
     )
     p.add_argument("--no-report", action="store_true", help="do not write the PDF/HTML report")
+    p.add_argument(
+        "--report-jobs",
+        type=report_jobs,
+        metavar="N",
+        help="with several targets: at most N of the runs render their reports at once, "
+        "the others wait their turn (default: the CPU cores, at most 4; each report "
+        "takes 150-300 MB while it renders)",
+    )
     p.add_argument(
         "--junit",
         type=path_arg,

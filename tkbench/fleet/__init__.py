@@ -3,9 +3,10 @@
 One module per concern: the targets checked together before anything starts
 (:mod:`.together`), the drives and their run directories (:mod:`.drives`), what the
 plan says of the host (:mod:`.host`), the children started, watched and signalled
-(:mod:`.supervisor`), their exit codes (:mod:`.outcomes`), ``fleet.json``
-(:mod:`.record`), the summary (:mod:`.summary`) and each drive's progress read from
-its lines (:mod:`.progress`).  What the CLI and the tests use is re-exported here.
+(:mod:`.supervisor`), their reports rendered a few at a time (:mod:`.reports`), their
+exit codes (:mod:`.outcomes`), ``fleet.json`` (:mod:`.record`), the summary
+(:mod:`.summary`) and each drive's progress read from its lines (:mod:`.progress`).
+What the CLI and the tests use is re-exported here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tkbench.fleet.record import (
     new_record,
     unfinished,
 )
+from tkbench.fleet.reports import REPORTS_ENV, ReportSlots, default_jobs, report_turn
 from tkbench.fleet.summary import fleet_summary, format_fleet
 from tkbench.fleet.supervisor import PARENT_ENV, Child, Fleet, bind_to_parent, child_command
 from tkbench.fleet.together import check_together, reach, sized
@@ -35,6 +37,7 @@ __all__ = [
     "FORMAT",
     "OUTCOMES",
     "PARENT_ENV",
+    "REPORTS_ENV",
     "STATUS_ENV",
     "VERSION",
     "Child",
@@ -42,11 +45,13 @@ __all__ = [
     "DriveState",
     "Fleet",
     "FleetRecord",
+    "ReportSlots",
     "RunEntry",
     "bind_to_parent",
     "check_together",
     "child_command",
     "cpu_cores",
+    "default_jobs",
     "exit_code_of",
     "fields",
     "fio_jobs",
@@ -60,6 +65,7 @@ __all__ = [
     "pci_path",
     "plan_drives",
     "reach",
+    "report_turn",
     "run_name",
     "sharing_warnings",
     "sized",
