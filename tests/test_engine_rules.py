@@ -29,6 +29,7 @@ from tkbench import jobfile, profile
 from tkbench import plan as planmod
 from tkbench.analysis.kinds import ROUND_CAP
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
+from tkbench.engine import clock as engine_clock
 from tkbench.errors import DeviceError, Interrupted, RunDirError
 from tkbench.store import RunData, RunStore, load_run
 from tkbench.target import open_target
@@ -59,7 +60,7 @@ def fresh_until(first_steady: int) -> Callable[[Call], float]:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
     """The engine's clock, moved on by the fake fio and by the test."""
     c = FakeClock()
-    monkeypatch.setattr(engine_mod, "time", c)
+    monkeypatch.setattr(engine_clock, "source", c)
     yield c
 
 

@@ -17,9 +17,9 @@ from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import FakeClock, FakeFio
 from tests.test_engine_rules import new_engine, resumed_engine
 from tkbench import cli, profile, store
-from tkbench import engine as engine_mod
 from tkbench import plan as planmod
 from tkbench.analysis.confidence import LEVELS, histogram_phase
+from tkbench.engine import clock as engine_clock
 from tkbench.errors import Interrupted
 from tkbench.fiojson import percentile_from_bins
 from tkbench.plan import TargetInfo
@@ -86,7 +86,7 @@ def test_a_bad_duration_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
     c = FakeClock()
-    monkeypatch.setattr(engine_mod, "time", c)
+    monkeypatch.setattr(engine_clock, "source", c)
     yield c
 
 

@@ -17,10 +17,10 @@ from fakes.helpers import FakeTools
 
 from tests.fakes.fio_runner import FakeClock, FakeFio
 from tests.test_engine_rules import ONLY_IOPS, fresh_until, new_engine
-from tkbench import engine as engine_mod
 from tkbench.analysis.thermal import round_events, temperature_of, unavailable_reason
 from tkbench.device import thermal
 from tkbench.device.thermal import ThermalReading
+from tkbench.engine import clock as engine_clock
 from tkbench.records import Round, TargetRecord, Thermal
 from tkbench.store import load_run
 from tkbench.thermalwatch import FRESH, ThermalWatch
@@ -213,7 +213,7 @@ def test_a_slow_reading_never_holds_a_round_up() -> None:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
     c = FakeClock()
-    monkeypatch.setattr(engine_mod, "time", c)
+    monkeypatch.setattr(engine_clock, "source", c)
     yield c
 
 

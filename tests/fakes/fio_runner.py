@@ -38,7 +38,7 @@ pass ``fake.progress`` as the Engine's ``progress`` (it forwards every event to 
 optional inner Progress).  With a :class:`FakeClock` the fake also moves time on
 by each run's duration (``seconds_per_run`` on top of the points' runtimes), and
 ``pause(seconds)`` makes time pass between runs as a suspended machine would --
-patch the engine's clock with ``monkeypatch.setattr(tkbench.engine, "time", clock)``.
+patch the engine's clock with ``monkeypatch.setattr(tkbench.engine.clock, "source", clock)``.
 """
 
 from __future__ import annotations

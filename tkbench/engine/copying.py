@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from tkbench import copyrun
+from tkbench.engine import clock
 from tkbench.engine.state import TestState
 from tkbench.engine.state import started as started_of
 from tkbench.engine.state import written as written_of
@@ -38,7 +38,7 @@ def copy_rounds(steps: Steps, state: TestState) -> str:
         steps.check_stop()
         n = len(rounds) + 1
         steps.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
-        began = time.time()
+        began = clock.time()
         copies = []
         for point in test.points:
             steps.check_stop()
@@ -50,7 +50,7 @@ def copy_rounds(steps: Steps, state: TestState) -> str:
             round=n,
             segment=state.segment,
             started=began,
-            ended=time.time(),
+            ended=clock.time(),
             points=tuple(c.result() for c in copies),
             tracking={},
             written_bytes=written,

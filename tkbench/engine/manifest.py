@@ -9,13 +9,13 @@ import os
 import platform
 import socket
 import sys
-import time
 import uuid
 from typing import Any
 
 from tkbench import __version__
 from tkbench.device.owndata import identify_node
 from tkbench.device.purge import PurgeRecord
+from tkbench.engine import clock
 from tkbench.errors import RunDirError
 from tkbench.plan import Plan
 from tkbench.records import Host, Manifest, ProfileRef, Purge, TargetRecord
@@ -74,7 +74,7 @@ def new_manifest(
         tests=tuple(t.name for t in plan.tests),
         plan_notes=tuple(plan.notes),
         status="running",
-        started=time.time(),
+        started=clock.time(),
     )
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 
+from tkbench.engine import clock
 from tkbench.engine.pipeline import Pipeline, RoundRun, ahead_of, last_point_done, stop_runs
 from tkbench.engine.state import TestState
 from tkbench.engine.state import written as written_of
@@ -70,7 +70,7 @@ def run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
                 cur = pipeline.start(part, 1, ())
             else:
                 cur, ahead = ahead, None
-                cur.end_eta = time.monotonic() + part.round_seconds
+                cur.end_eta = clock.monotonic() + part.round_seconds
             point = part.points[0]
             what = f"part {k} of {count}" if k else f"lead-in: part {point.index + 1} again"
             progress.event("phase", test=test, phase=f"{what}: {point.tag or point.label}")

@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tkbench import fiologs, jobfile
 from tkbench.analysis.kinds import kind_of
+from tkbench.engine import clock
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
 from tkbench.handoff import markers_time
@@ -58,10 +58,10 @@ class CounterSampler:
             self._thread.start()
 
     def _loop(self) -> None:
-        t0 = last_t = time.monotonic()
+        t0 = last_t = clock.monotonic()
         last = self.target.io_counters()
         while not self._stop.wait(STATUS_INTERVAL):
-            now, counters = time.monotonic(), self.target.io_counters()
+            now, counters = clock.monotonic(), self.target.io_counters()
             point = point_at(self.points, now - t0 - self.startup)
             if last is not None and counters is not None and point is not None:
                 fig = counter_figures(last, counters, now - last_t, point.label)
@@ -86,7 +86,7 @@ class RoundRun:
     handoff: jobfile.Handoff | None
     process: FioProcess
     workdir: Path
-    end_eta: float  # time.monotonic() at which its last point is expected to end
+    end_eta: float  # clock.monotonic() at which its last point is expected to end
     last: Point  # its last point (the one a round started after it waits for)
     follows: RoundRun | None = None
     sampler: CounterSampler | None = None
@@ -112,7 +112,7 @@ class Pipeline:
         its start until that round's last point is over."""
         steps = self.steps
         handoff = steps.handoff()
-        now = time.monotonic()
+        now = clock.monotonic()
         follow = None
         if after is not None:
             assert handoff is not None and after.handoff is not None
@@ -188,7 +188,7 @@ class Pipeline:
             info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
             self.steps.store.save_failure(
                 test.name,
-                f"round-{cur.number:04d}-{int(time.time())}",
+                f"round-{cur.number:04d}-{int(clock.time())}",
                 exc.run.stdout,
                 cur.text,
                 info,
@@ -215,7 +215,7 @@ class Pipeline:
             return False
         if any(p.pattern == "sequential" for p in state.test.points):
             return False
-        standing = state.standing(self.steps.target.capacity, time.time())
+        standing = state.standing(self.steps.target.capacity, clock.time())
         record = self.steps.record(state.test)
         return not kind_of(record).next_is_last(record, standing)
 
@@ -249,10 +249,10 @@ def ahead_of(cur: RoundRun, start: Callable[[], RoundRun]) -> RoundRun | None:
     is expected to end (at once for a shorter run); None when ``cur`` ended first."""
     due = cur.end_eta - START_AHEAD
     while not cur.process.finished():
-        left = due - time.monotonic()
+        left = due - clock.monotonic()
         if left <= 0:
             return start()
-        time.sleep(min(POLL, left))
+        clock.sleep(min(POLL, left))
     return None
 
 

@@ -5,10 +5,9 @@ segment, after preconditioning again (docs/resume.md)."""
 
 from __future__ import annotations
 
-import time
-
 from tkbench.analysis.kinds import kind_named
 from tkbench.analysis.segments import segment_of
+from tkbench.engine import clock
 from tkbench.engine.options import IDLE_GAP_MIN
 from tkbench.engine.pipeline import Pipeline, RoundRun, last_point_done, stop_runs
 from tkbench.engine.state import TestState
@@ -32,7 +31,7 @@ class RoundLoop:
         steps, pipeline, test = self.steps, self.pipeline, state.test
         rounds = state.rounds
         state.total_written = int(sum(r.written_bytes for r in rounds))
-        state.started = rounds[0].started if rounds else time.time()
+        state.started = rounds[0].started if rounds else clock.time()
         cur: RoundRun | None = None
         ahead: RoundRun | None = None  # the next round, started while ``cur`` runs
         thermal = steps.thermal()
@@ -54,7 +53,7 @@ class RoundLoop:
                     cur = pipeline.start(test, n, rounds)
                 else:
                     cur, ahead = ahead, None  # under way since the last round ended
-                    cur.end_eta = time.monotonic() + test.round_seconds  # from now, not drifting
+                    cur.end_eta = clock.monotonic() + test.round_seconds  # from now, not drifting
                     steps.progress.event(
                         "round_started", test=test, round=n, seconds=test.round_seconds
                     )
@@ -104,10 +103,10 @@ class RoundLoop:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,
         tkbench was stopped) lets the drive recover: start a new segment, after
         preconditioning again, so no steady-state window spans the gap."""
-        if not self.idle_gap(state, time.time()):
+        if not self.idle_gap(state, clock.time()):
             return
         test, rounds = state.test, state.rounds
-        gap = time.time() - rounds[-1].ended
+        gap = clock.time() - rounds[-1].ended
         state.segment += 1
         self.steps.store.log(
             f"test {test.name}: {gap:.0f} s idle since round {rounds[-1].round}; "

@@ -28,7 +28,6 @@ and the single fio runs (:mod:`~tkbench.engine.steps`) have their own modules.
 from __future__ import annotations
 
 import shutil
-import time
 
 from tkbench import histphase, procedures
 from tkbench.analysis import stages
@@ -37,6 +36,7 @@ from tkbench.analysis.segments import segment_rounds
 from tkbench.analysis.window import window, window_records
 from tkbench.cacherecord import RunRecordSink
 from tkbench.device import owndata
+from tkbench.engine import clock
 from tkbench.engine.copying import copy_rounds
 from tkbench.engine.manifest import purge_record
 from tkbench.engine.options import EngineOptions, NullProgress, Progress
@@ -117,7 +117,7 @@ class Engine:
         except (KeyboardInterrupt, Interrupted):
             self._settle()
             store.log("interrupted: completed rounds are kept; continue with --resume")
-            store.update_manifest(status="interrupted", ended=time.time())
+            store.update_manifest(status="interrupted", ended=clock.time())
             raise Interrupted(
                 "interrupted: completed rounds are kept; resume with "
                 f"tkbench run --resume {store.root}"
@@ -125,19 +125,19 @@ class Engine:
         except TkbenchError as exc:
             self._settle()
             store.log(f"failed: {exc}")
-            store.update_manifest(status="failed", ended=time.time(), error=str(exc))
+            store.update_manifest(status="failed", ended=clock.time(), error=str(exc))
             raise
         except Exception as exc:  # a bug: keep the run directory truthful, then report it
             self._settle()
             why = f"internal error: {type(exc).__name__}: {exc}"
             store.log(f"failed: {why}")
-            store.update_manifest(status="failed", ended=time.time(), error=why)
+            store.update_manifest(status="failed", ended=clock.time(), error=why)
             raise
         finally:
             cache.end()  # after an error or an interrupt too (done once)
             if self.steps.runtime is not None:
                 shutil.rmtree(self.steps.runtime, ignore_errors=True)
-        manifest = store.update_manifest(status="complete", ended=time.time())
+        manifest = store.update_manifest(status="complete", ended=clock.time())
         store.log("run complete")
         self.progress.event("run_done", manifest=manifest)
         shutil.rmtree(store.root / ".scratch", ignore_errors=True)
@@ -151,7 +151,7 @@ class Engine:
             return
         before = self.store.target_state()
         digest, size = found or ((before.digest, before.size) if before else ("", 0))
-        state = TargetState(size=size, digest=digest, writing=writing, at=time.time())
+        state = TargetState(size=size, digest=digest, writing=writing, at=clock.time())
         self.store.save_target_state(state)
 
     def _settle(self) -> None:
@@ -191,7 +191,7 @@ class Engine:
             action = self._resume_action(test, existing)
             kept = parts_kept(steps, test) if action == "continue-parts" else None
             resume = Resume(
-                at=time.time(),
+                at=clock.time(),
                 test=test.name,
                 rounds_kept=len(rounds),
                 action=action,
@@ -255,7 +255,7 @@ class Engine:
 
     def _purge(self, test: PlannedTest, segment: int) -> None:
         self.progress.event("phase", test=test, phase="purge")
-        t0 = time.time()
+        t0 = clock.time()
         profile = self.plan.profile
         if profile.purge.method != "none":
             self.steps.writing(None)
@@ -266,10 +266,10 @@ class Engine:
         except DeviceError as exc:
             failed = getattr(exc, "record", None)
             if failed is not None:  # the commands that ran, for the person fixing it
-                info = purge_record(failed, t0, time.time(), segment, error=str(exc))
+                info = purge_record(failed, t0, clock.time(), segment, error=str(exc))
                 self.store.save_phase(test.name, "purge-failed", info)
             raise
-        done = purge_record(record, t0, time.time(), segment)
+        done = purge_record(record, t0, clock.time(), segment)
         self.store.save_phase(test.name, "purge", done)
         self.store.log(f"test {test.name}: purge by {done.method} in {done.seconds} s")
 
@@ -282,7 +282,7 @@ class Engine:
         if snap is None:
             return
         if when == "before" and (self.store.test_dir(test.name) / "health-before.json").exists():
-            when = f"resume-{int(time.time())}"  # keep the snapshot from the test's start
+            when = f"resume-{int(clock.time())}"  # keep the snapshot from the test's start
         self.store.save_health(test.name, f"health-{when}", snap)
 
     def _resume_action(self, test: PlannedTest, existing: TestData) -> str:
@@ -292,14 +292,14 @@ class Engine:
             if in_parts(self.steps, test) and self.store.load_parts(test.name):
                 return "continue-parts"
             return "restart"
-        gap = time.time() - existing.rounds[-1].ended
+        gap = clock.time() - existing.rounds[-1].ended
         return kind_named(test.spec.kind).resume_action(
             gap, self.options.resume_gap, test.precondition is not None
         )
 
     def _discard_rounds(self, test: PlannedTest) -> None:
         d = self.store.test_dir(test.name)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
+        stamp = clock.strftime("%Y%m%dT%H%M%S")
         for name in ("rounds", "purge.json", "precondition.json", "histogram.json"):
             p = d / name
             if p.exists():

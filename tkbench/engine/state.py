@@ -4,10 +4,10 @@ their segment, the bytes written and the start of its rounds passed from step to
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from tkbench.analysis.kinds import Standing
+from tkbench.engine import clock
 from tkbench.plan import PlannedTest
 from tkbench.records import Round
 
@@ -56,4 +56,4 @@ def written(rounds: list[Round]) -> int:
 
 def started(rounds: list[Round]) -> float:
     """When the stored rounds began; now, before the first."""
-    return rounds[0].started if rounds else time.time()
+    return rounds[0].started if rounds else clock.time()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tkbench import jobfile
 from tkbench.analysis import steady
 from tkbench.analysis.kinds import kind_of
 from tkbench.analysis.segments import segment_verdicts
+from tkbench.engine import clock
 from tkbench.engine.options import EngineOptions, Progress
 from tkbench.engine.state import TestState
 from tkbench.errors import DeviceError, Interrupted, TkbenchError
@@ -84,7 +84,7 @@ class Steps:
 
     def stop_reason(self, state: TestState, now: float | None = None) -> str | None:
         """Why the test stops now (recorded in its result), or None to run a round."""
-        progress = state.standing(self.target.capacity, time.time() if now is None else now)
+        progress = state.standing(self.target.capacity, clock.time() if now is None else now)
         record = self.record(state.test)
         return kind_of(record).stop_reason(record, progress)
 
@@ -93,7 +93,7 @@ class Steps:
 
     # ------------------------------------------------------------------ fio runs
     def workdir(self) -> Path:
-        return self.scratch(f"fio-{os.getpid()}-{time.monotonic_ns()}")
+        return self.scratch(f"fio-{os.getpid()}-{clock.monotonic_ns()}")
 
     def scratch(self, name: str) -> Path:
         d = self.store.root / ".scratch" / name
@@ -144,7 +144,7 @@ class Steps:
         except FioFailed as exc:
             info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
             self.store.save_failure(
-                test.name, f"{name}-{int(time.time())}", exc.run.stdout, text, info
+                test.name, f"{name}-{int(clock.time())}", exc.run.stdout, text, info
             )
             raise
         finally:
@@ -206,7 +206,7 @@ class Steps:
         try:
             if self.runtime is None:
                 self.runtime = Path(private_dir())
-            d = self.runtime / f"handoff-{time.monotonic_ns()}"
+            d = self.runtime / f"handoff-{clock.monotonic_ns()}"
             d.mkdir()
         except OSError as exc:
             raise DeviceError(f"cannot create the hand-off directory: {exc}") from None
@@ -233,7 +233,7 @@ class Steps:
         except TkbenchError as exc:
             info = Failure(test=test.name, error=str(exc), fio=run.call())
             self.store.save_failure(
-                test.name, f"round-{n:04d}-{int(time.time())}", run.stdout, text, info
+                test.name, f"round-{n:04d}-{int(clock.time())}", run.stdout, text, info
             )
             raise
         written = written_bytes(points)
@@ -252,7 +252,7 @@ class Steps:
 
     def thermal(self) -> ThermalWatch:
         """The drive's temperature between rounds, started (tkbench.thermalwatch)."""
-        thermal = ThermalWatch(self.target.thermal_reader(), clock=time.time, log=self.store.log)
+        thermal = ThermalWatch(self.target.thermal_reader(), clock=clock.time, log=self.store.log)
         thermal.start()
         return thermal
 
