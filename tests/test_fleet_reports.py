@@ -85,6 +85,8 @@ def test_at_most_n_render_at_once_the_others_wait_and_a_killed_one_frees_its_slo
     _wait("the killed one's slot taken", lambda: len([k for k in inside() if k != victim]) == 2)
     # the rest, one after another
     for _ in range(3):
+        # the one let go before has left; a waiting one may take a moment to come in
+        _wait("one inside", lambda: any(k != victim for k in inside()))
         now = [k for k in inside() if k != victim]
         assert len(now) <= 2
         (dirs[now[0]] / "go").touch()
