@@ -23,11 +23,12 @@ import pytest
 
 from tests._helpers import layout_text, mounted_volume
 from tests.test_volume import _one_error, _snapshot, needs_root
-from tkbench import cli, copyplan
+from tkbench import cli
 from tkbench import plan as planmod
 from tkbench import profile as profilemod
-from tkbench.copyrun import CopySession, drop_pages, fill
 from tkbench.errors import ProfileError
+from tkbench.kinds import copy as copyplan
+from tkbench.kinds.copyrun import CopySession, drop_pages, fill
 from tkbench.profile import CopySet
 from tkbench.volume import PREFIX
 
@@ -377,7 +378,7 @@ import sys
 import tempfile
 from pathlib import Path
 from tkbench import plan, profile
-from tkbench.copyrun import CopySession
+from tkbench.kinds.copyrun import CopySession
 prof = profile.load(sys.argv[1])
 info = plan.TargetInfo("/srv/data", "volume", 1 << 40, 512, 1 << 40, True)
 (test,) = plan.build(prof, info).tests

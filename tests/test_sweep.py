@@ -17,7 +17,7 @@ from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.errors import ProfileError
-from tkbench.sweep import FILE, MODES, combinations
+from tkbench.kinds.sweep import FILE, MODES, combinations
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume
 

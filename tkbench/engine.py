@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__, copyrun, fiologs, histphase, jobfile, procedures
+from . import __version__, fiologs, histphase, jobfile, kinds
 from .analysis import stages, steady
 from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
@@ -47,6 +47,8 @@ from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord
 from .errors import DeviceError, Interrupted, RunDirError, TkbenchError
 from .handoff import markers_time, private_dir
+from .kinds import copyrun
+from .kinds.staged import common as procedures
 from .plan import Plan, PlannedTest, Point
 from .records import (
     Failure,
@@ -390,7 +392,7 @@ class Engine:
             self._check_stop()
             self._precondition(test, segment)
 
-        if test.spec.kind == "copy":  # not fio: the copy step (tkbench.copyrun)
+        if not kinds.of_spec(test.spec).runs_fio:  # the copy step (tkbench.kinds.copyrun)
             self._copy_rounds(test, rounds, segment)
         else:
             if self._in_parts(test) and not rounds:
@@ -1119,7 +1121,7 @@ class Engine:
 
     def _record(self, test: PlannedTest) -> TestPlan:
         """The test as its ``test.json`` states it (what the stop rules read)."""
-        if test.spec.kind == "copy":  # no fio: read() and write() (tkbench.copyrun)
+        if not kinds.of_spec(test.spec).runs_fio:  # read() and write() (kinds.copyrun)
             return test.record(ioengine_used="read/write")
         used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
         return test.record(ioengine_used=str(used))

@@ -37,7 +37,7 @@ def test_parts(t: TestData, target: TargetRecord) -> dict[str, Any]:
 
 
 def stage_parts(t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
-    """The keys of a stage of the tests beyond the basic four (tkbench.procedures):
+    """The keys of a stage of the tests beyond the basic four (tkbench.kinds.staged):
     ``wait_states`` (host idle recovery), ``transitions`` (cross-stimulus recovery),
     ``operating_points`` (composite block size, DIRTH)."""
     plan = t.plan

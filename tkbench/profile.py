@@ -27,9 +27,9 @@ from .vocab import metric
 
 KINDS = ("steady", "saturation", "fixed", "copy")
 PATTERNS = ("random", "sequential")
-# tests of several stages (tkbench.procedures): the PTS 2.0.2 tests beyond the basic four
+# tests of several stages (tkbench.kinds.staged): the PTS 2.0.2 tests beyond the basic four
 PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")
-# the modes of a bulk-I/O sweep (tkbench.sweep says what each does)
+# the modes of a bulk-I/O sweep (tkbench.kinds.sweep says what each does)
 SWEEP_MODES = (
     "unbuffered-read",
     "unbuffered-write",
@@ -48,9 +48,9 @@ PURGE_METHODS = (*purge_methods(), "none")
 DATA_PATTERNS = ("random", "zero", "compressible")
 # the page cache at a point's start (tkbench.cache says what each asks of fio)
 CACHE_STATES = ("as-is", "cold", "warm")
-# the operations of a virtual-file test (tkbench.vfile)
+# the operations of a virtual-file test (tkbench.kinds.vfile)
 VFILE_OPERATIONS = ("random-write", "random-read", "sequential-write", "sequential-read")
-# a copy test's file sets (tkbench.copyplan says what each looks like)
+# a copy test's file sets (tkbench.kinds.copy says what each looks like)
 COPY_SETS = ("iso", "program", "game")
 # the SNIA PTS 2.0.2 variant a profile claims to run: Enterprise, Client, or none
 PTS_VARIANTS = ("E", "C", "none")
@@ -375,7 +375,7 @@ class TestSpec:
     # seconds of the response-time histogram phase after the rounds (0: none)
     response_histogram: float = 0.0
 
-    # tests of several stages (tkbench.procedures; "" for the basic kinds)
+    # tests of several stages (tkbench.kinds.staged; "" for the basic kinds)
     procedure: str = ""
     intervals: int = 1  # a round repeats each point this many times (PTS: 30 one-minute intervals)
     tracking_interval: str = "last"  # which repeated interval a round's tracking value is
@@ -394,13 +394,13 @@ class TestSpec:
     operating_prewrite: float = 3600.0  # seconds of writes before each operating point
     operating_runtime: float = 600.0  # seconds each operating point is measured
 
-    # a bulk-I/O sweep (tkbench.sweep; volume profiles): every buffer size (the test's
+    # a bulk-I/O sweep (tkbench.kinds.sweep; volume profiles): every buffer size (the test's
     # block_sizes) x buffer count (I/Os in flight) x mode, on one shared test file
     modes: tuple[str, ...] = ()  # empty: no sweep
     buffer_counts: tuple[int, ...] = ()
     max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
 
-    # a copy test (kind "copy", tkbench.copyplan; volume profiles): every file set x
+    # a copy test (kind "copy", tkbench.kinds.copy; volume profiles): every file set x
     # data pattern copied within the volume with read/write through one buffer
     sets: tuple[CopySet, ...] = ()
     data_patterns: tuple[str, ...] = ()
@@ -419,7 +419,7 @@ class TestSpec:
     cache: str = "as-is"
     sync: bool = False  # fio sync=1: every write opens O_SYNC (write-through)
 
-    # a virtual-file test (tkbench.vfile; volume profiles): a database file of ``nodes``
+    # a virtual-file test (tkbench.kinds.vfile; volume profiles): a database file of ``nodes``
     # nodes of ``node_size`` bytes, read and written in pages (the test's block size)
     nodes: int = 0  # 0: no virtual-file test
     node_size: int = 512
@@ -1161,7 +1161,7 @@ def _check_figure(
 
 SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
 COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "verify")
-# drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.copyplan)
+# drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.kinds.copy)
 CACHE_KEYS = ("cache", "drop_caches", "sync")
 VFILE_KEYS = ("nodes", "node_size", "operations", "thread_counts", "caches")
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
@@ -1416,7 +1416,7 @@ def _cache_defaults(
     states = t["caches"] or (t["cache"],)
     key = "caches" if t["caches"] else "cache"
     if t["kind"] == "copy":
-        if t["cache"] != "as-is":  # its sources are cold: tkbench.copyplan
+        if t["cache"] != "as-is":  # its sources are cold: tkbench.kinds.copy
             raise err(f"tests.{tname}.cache", "a copy test does not take a cache state")
         return  # its drop_caches is its own
     if t["cache"] != "as-is" and (t["procedure"] or t["modes"]):

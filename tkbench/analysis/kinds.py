@@ -254,8 +254,8 @@ class Fixed(TestKind):
 
 
 class Copy(Fixed):
-    """A copy test (tkbench.copyplan): ``repeat`` runs, each copying every file set x
-    data pattern once, not by fio (the engine's copy step, tkbench.copyrun)."""
+    """A copy test (tkbench.kinds.copy): ``repeat`` runs, each copying every file set x
+    data pattern once, not by fio (the engine's copy step, tkbench.kinds.copyrun)."""
 
     name = "copy"
 

@@ -1,4 +1,4 @@
-"""What the stages of the tests beyond the basic four measured (tkbench.procedures):
+"""What the stages of the tests beyond the basic four measured (tkbench.kinds.staged):
 host idle recovery's wait states, cross-stimulus recovery's transitions, and the
 demand-intensity grid with its operating points.  Pure functions of stored rounds.
 

@@ -27,49 +27,26 @@ sequential job, so the modes without the hint turn it off explicitly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .planned import PlannedTest, Point
-from .profile import SWEEP_MODES, Mix, TestSpec
-from .units import format_duration, format_size, human_bytes
+from ..analysis.figure import DEVIATION, Figure
+from ..analysis.repeat import repeatability
+from ..analysis.sweep import MODES, ROLE, is_sweep, sweep_of
+from ..planned import PlannedTest, Point
+from ..profile import SWEEP_MODES, Mix, TestSpec
+from ..units import format_duration, format_size, human_bytes
+from .base import Context, TestType
+from .words import num as _num
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..records import TestPlan
+    from ..store import TestData
 
 FILE = "bulk-sweep.dat"  # the test file, in the run's working directory
-ROLE = "sweep"
 
-
-@dataclass(frozen=True)
-class Mode:
-    name: str
-    title: str
-    read: bool
-    direct: bool
-    fadvise: str  # fio fadvise_hint
-
-    @property
-    def direction(self) -> str:
-        return "read" if self.read else "write"
-
-
-MODES: dict[str, Mode] = {
-    m.name: m
-    for m in (
-        Mode("unbuffered-read", "Unbuffered read", True, True, "0"),
-        Mode("unbuffered-write", "Unbuffered write", False, True, "0"),
-        Mode("unbuffered-seq-read", "Unbuffered sequential read", True, True, "sequential"),
-        Mode("unbuffered-seq-write", "Unbuffered sequential write", False, True, "sequential"),
-        Mode("buffered-seq-read", "Buffered sequential read", True, False, "sequential"),
-    )
-}
 assert tuple(MODES) == SWEEP_MODES
-
-
-def mode_of(label: str) -> Mode:
-    """The mode of a stored sweep point, from its label (``"128k 100/0 x4 MODE"``)."""
-    name = label.rsplit(" ", 1)[-1]
-    try:
-        return MODES[name]
-    except KeyError:
-        raise ValueError(f"sweep point {label!r} names no mode") from None
 
 
 def combinations(
@@ -145,3 +122,76 @@ def describe(test: PlannedTest) -> list[str]:
         hint = "sequential-access hint" if m.fadvise == "sequential" else "no access hint"
         lines.append(f"    {name:<22} {m.direction}s, {how}, {hint}")
     return lines
+
+
+class Sweep(TestType):
+    """A bulk-I/O sweep: its cells are buffer size x count x mode on one shared file."""
+
+    name = "sweep"
+    files_per_job = False
+    own_tables = True
+
+    def claims(self, spec: TestSpec) -> bool:
+        return bool(spec.modes)
+
+    def stored(self, plan: TestPlan) -> bool:
+        return is_sweep(plan)
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        return [planned_test(spec, ctx.active, ctx.notes)], []
+
+    def load_words(self, t: PlannedTest) -> tuple[str, str]:
+        return f"{t.spec.workload.numjobs}", "the buffer counts below"
+
+    def detail_lines(self, t: PlannedTest) -> list[str]:
+        return describe(t)
+
+    def lists_point(self, pt: Point) -> bool:
+        return pt.role != ROLE
+
+    def figure_names(self, spec: TestSpec) -> set[str] | None:
+        bases = {f"best_{MODES[m].direction}_" for m in spec.modes if m in MODES}
+        return {b + e for b in bases for e in ("mb_s", DEVIATION)}
+
+    def figures(self, test: TestData) -> list[Figure]:
+        """The best combination of each direction, with every run's MB/s."""
+        sweep = sweep_of(test.plan, test.rounds)
+        out: list[Figure] = []
+        for direction in ("read", "write"):
+            best = sweep.best.get(direction) if sweep is not None else None
+            if best is None:
+                continue
+            c = best.cell
+            detail = {"mode": c.mode, "buffer_size": c.buffer_size, "buffer_count": c.buffer_count}
+            runs = repeatability(c.runs or (c.mb_s,))
+            name = f"best_{direction}_mb_s"
+            out.append(Figure(test.name, name, "MB/s", runs, detail, direction))
+        return out
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        # its cells: by mode, size and count, not by point key
+        sweep = sweep_of(test.plan, test.rounds)
+        return {} if sweep is None else {"sweep": sweep.to_dict()}
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        return _summary_lines(t["sweep"]) if t.get("sweep") else []
+
+
+def _summary_lines(sw: Mapping[str, Any]) -> list[str]:
+    """A bulk-I/O sweep for people: the best combination per direction and per mode,
+    against one 128 KiB buffer (show --json has every cell)."""
+
+    def best(label: str, b: Mapping[str, Any]) -> str:
+        text = (
+            f"  {label:<34} {_num(b['mb_s'])} MB/s with {b['buffer_count']} x "
+            f"{format_size(b['buffer_size'])}"
+        )
+        if b["gain_pct"] is not None:
+            text += f", {b['gain_pct']:+.0f} % against 1 x 128k ({_num(b['default']['mb_s'])})"
+        return text
+
+    lines = [best(f"best {d} ({b['mode']})", b) for d, b in sw["best"].items()]
+    return lines + [best(m["mode"], m["best"]) for m in sw["modes"]]
+
+
+SWEEP = Sweep()

@@ -1,4 +1,4 @@
-"""The copy step of a copy test (tkbench.copyplan): the engine's runner step for a test
+"""The copy step of a copy test (tkbench.kinds.copy): the engine's runner step for a test
 of kind ``copy``, in place of fio.
 
 In the test's directory of the run's working directory (``copy/``), every file set
@@ -35,12 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cache
-from .copyplan import DIR, Layout, layout
-from .errors import DeviceError, Interrupted
-from .planned import Point
-from .profile import CopySet, TestSpec
-from .records import Direction, PlannedPoint, PointResult
+from .. import cache
+from ..errors import DeviceError, Interrupted
+from ..planned import Point
+from ..profile import CopySet, TestSpec
+from ..records import Direction, PlannedPoint, PointResult
+from .copy import DIR, Layout, layout
 
 MARKER = ".complete.json"
 DROP_CACHES = Path(cache.DROP_CACHES)  # root's; refused for others before the run (runs.py)

@@ -30,46 +30,26 @@ fio lays the file out with the profile's data once, before the first point
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .planned import PlannedTest, Point
-from .profile import VFILE_OPERATIONS, Mix, TestSpec
-from .units import format_duration, format_size, human_bytes
+from ..analysis.figure import DEVIATION, Figure
+from ..analysis.repeat import repeatability
+from ..analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
+from ..planned import PlannedTest, Point
+from ..profile import VFILE_OPERATIONS, Mix, TestSpec
+from ..units import format_duration, format_size, human_bytes
+from .base import Context, TestType
+from .words import num as _num
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..records import TestPlan
+    from ..store import TestData
 
 FILE = "vfile.db"  # the database file, in the run's working directory
-ROLE = "vfile"
 
-
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    title: str
-    read: bool
-    pattern: str  # random | sequential
-
-    @property
-    def direction(self) -> str:
-        return "read" if self.read else "write"
-
-
-OPERATIONS: dict[str, Operation] = {
-    o.name: o
-    for o in (
-        Operation("random-write", "Random write", False, "random"),
-        Operation("random-read", "Random read", True, "random"),
-        Operation("sequential-write", "Sequential write", False, "sequential"),
-        Operation("sequential-read", "Sequential read", True, "sequential"),
-    )
-}
 assert tuple(OPERATIONS) == VFILE_OPERATIONS
-
-
-def operation_of(pattern: str, read_pct: int) -> Operation:
-    """The operation of a stored point, from its pattern and mix."""
-    for o in OPERATIONS.values():
-        if o.pattern == pattern and (read_pct == 100) == o.read:
-            return o
-    raise ValueError(f"no virtual-file operation is {pattern} {read_pct}/{100 - read_pct}")
 
 
 def points(spec: TestSpec) -> tuple[Point, ...]:
@@ -121,3 +101,74 @@ def describe(test: PlannedTest) -> list[str]:
         + "; results in nodes/s (bytes/s / node size) and MB/s",
     ]
     return lines
+
+
+class Vfile(TestType):
+    """A virtual-file test: its cells are operation x threads x cache state on one
+    shared database file."""
+
+    name = "vfile"
+    files_per_job = False
+    own_tables = True
+
+    def claims(self, spec: TestSpec) -> bool:
+        return bool(spec.nodes)
+
+    def stored(self, plan: TestPlan) -> bool:
+        return is_vfile(plan)
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        return [planned_test(spec, ctx.active, ctx.notes)], []
+
+    def load_words(self, t: PlannedTest) -> tuple[str, str]:
+        # each point its own thread count
+        return "/".join(map(str, t.spec.thread_counts)), f"{t.spec.workload.iodepth}"
+
+    def detail_lines(self, t: PlannedTest) -> list[str]:
+        return describe(t)
+
+    def figure_names(self, spec: TestSpec) -> set[str] | None:
+        caches = spec.caches or (spec.cache,)
+        bases = {
+            f"{op}.{n}.{c}." for op in spec.operations for n in spec.thread_counts for c in caches
+        }
+        return {b + e for b in bases for e in ("nodes_s", DEVIATION)}
+
+    def figures(self, test: TestData) -> list[Figure]:
+        """nodes/s per operation, threads and cache state, with every run's."""
+        vfile = vfile_of(test.plan, test.rounds)
+        out: list[Figure] = []
+        for cell in vfile.cells if vfile is not None else ():
+            runs = repeatability([b / cell.node_size for b in cell.runs])
+            name = f"{cell.operation}.{cell.threads}.{cell.cache}.nodes_s"
+            direction = OPERATIONS[cell.operation].direction
+            out.append(Figure(test.name, name, "nodes/s", runs, direction=direction))
+        return out
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        # its cells: by operation, threads and cache state
+        vfile = vfile_of(test.plan, test.rounds)
+        return {} if vfile is None else {"vfile": vfile.to_dict()}
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        return _summary_lines(t["vfile"]) if t.get("vfile") else []
+
+
+def _summary_lines(vf: Mapping[str, Any]) -> list[str]:
+    """A virtual-file test for people: nodes/s (and MB/s) per operation and thread
+    count, cold (min) and warm (max)."""
+    lines = [
+        f"  {vf['nodes']:,} nodes of {vf['node_size']} bytes, pages of "
+        f"{format_size(vf['page_size'])}; nodes/s (MB/s)"
+    ]
+    for r in vf["rows"]:
+        cells = [
+            f"{state} {_num(r[state]['nodes_s'])} ({_num(r[state]['mb_s'])})"
+            for state in ("cold", "warm")
+            if state in r
+        ]
+        lines.append(f"  {r['title'] + ', ' + str(r['threads']) + ' thr.':<30} " + "; ".join(cells))
+    return lines
+
+
+VFILE = Vfile()

@@ -1,6 +1,6 @@
 """A copy test (``kind = "copy"`` in a volume profile; the bundled ``copy``, after the
 copy benchmarks of AS SSD and NIOBench): how long the volume takes to copy sets of
-files within itself (pure planning; :mod:`tkbench.copyrun` does the copying).
+files within itself (pure planning; :mod:`tkbench.kinds.copyrun` does the copying).
 
 Three kinds of file set, each ``FILES`` files holding ``SIZE`` bytes in all:
 
@@ -28,24 +28,27 @@ import dataclasses
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .planned import PlannedTest, Point
-from .profile import CopySet, Mix, TestSpec, VolumeSpec
-from .units import format_duration, format_size, human_bytes
+from ..analysis.copy import ROLE, TITLES, copy_rows, is_copy
+from ..analysis.figure import DEVIATION, Figure
+from ..planned import PlannedTest, Point
+from ..profile import CopySet, Mix, TestSpec, VolumeSpec
+from ..units import format_duration, format_size, human_bytes
+from .base import Context, TestType
+from .words import num, repeat_text
 
-ROLE = "copy"
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..records import TestPlan
+    from ..store import TestData
+
 DIR = "copy"  # the test's directory in the run's working directory
 BLOCK = 4096  # a file's allocation is counted in blocks of this size
 # rates assumed by the estimate (bytes/s): the copy itself, and writing the sources
 COPY_RATE = 200e6
 CREATE_RATE = 400e6
-
-NAMES = {"iso": "ISO", "program": "Program", "game": "Game"}
-TITLES = {
-    "iso": "ISO (large files)",
-    "program": "Program (many small files in folders)",
-    "game": "Game (small and large files)",
-}
 
 
 @dataclass(frozen=True)
@@ -240,3 +243,55 @@ def describe(test: PlannedTest) -> list[str]:
         f"{format_duration(test.setup_seconds + spec.repeat * test.round_seconds)}"
     )
     return lines
+
+
+class Copy(TestType):
+    """A copy test: file sets copied within a volume by read() and write(), not fio
+    (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
+
+    name = "copy"
+    runs_fio = False
+    addresses_target = False  # its sources and copies, not the ActiveRange
+
+    def claims(self, spec: TestSpec) -> bool:
+        return spec.kind == "copy"
+
+    def stored(self, plan: TestPlan) -> bool:
+        return is_copy(plan)
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        return [planned_test(spec, ctx.notes)], []
+
+    def fit_volume(
+        self, spec: TestSpec, usable: int, free: int, vol: VolumeSpec
+    ) -> tuple[TestSpec, list[str]] | None:
+        return fit(spec, usable, free, vol)  # its sources and one copy, not files per job
+
+    def describe(self, t: PlannedTest) -> list[str] | None:
+        return describe(t)
+
+    def figure_names(self, spec: TestSpec) -> set[str] | None:
+        bases = {f"{s.kind}.{d}." for s in spec.sets for d in spec.data_patterns}
+        return {b + e for b in bases for e in ("mb_s", DEVIATION)}
+
+    def figures(self, test: TestData) -> list[Figure]:
+        """MB/s per file set and data pattern, with every run's."""
+        return [
+            Figure(test.name, f"{row.copy_set}.{row.data}.mb_s", "MB/s", row.mb_s)
+            for row in copy_rows(test.plan, test.rounds) or ()
+        ]
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        # by file set and data pattern: MB/s and seconds per run
+        rows = copy_rows(test.plan, test.rounds)
+        return {} if rows is None else {"copies": [c.to_dict() for c in rows]}
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        lines = []
+        for c in t.get("copies", []):
+            lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {repeat_text(c)}")
+            lines.append(f"  {'':<16} seconds per copy: mean {num(c['seconds']['mean'])}")
+        return lines
+
+
+COPY = Copy()

@@ -1,0 +1,48 @@
+"""Cross-Stimulus Recovery (PTS 2.0.2 XSR): one stage, ``<name>`` (one round: the access
+groups back to back, sampled)."""
+
+from __future__ import annotations
+
+from ...planned import PlannedTest, Point
+from ...profile import TestSpec
+from .common import Staged, stage_spec
+
+
+class Xsr(Staged):
+    name = "xsr"
+    procedures = ("xsr",)
+
+    def build(
+        self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
+    ) -> list[PlannedTest]:
+        wl = spec.workload
+        points = tuple(
+            Point(
+                index=i,
+                bs=g.bs,
+                mix=spec.mixes[0],
+                pattern=g.pattern,
+                numjobs=wl.numjobs,
+                iodepth=wl.iodepth,
+                runtime=g.duration,
+                tag=f"group {i + 1}",
+            )
+            for i, g in enumerate(spec.groups)
+        )
+        return [
+            PlannedTest(
+                name=spec.name,
+                spec=stage_spec(spec, "fixed", repeat=1, sample=spec.sample or 60.0),
+                title=spec.title,
+                purge=spec.purge,
+                precondition=None,
+                points=points,
+                tracking=(),
+                active_bytes=active,
+                notes=notes,
+                stage="groups",
+            )
+        ]
+
+
+XSR = Xsr()
