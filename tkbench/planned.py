@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .analysis.kinds import RoundSpec, kind_named
-from .profile import Mix, Profile, Share, TestSpec, Tracking, size_label
+from .profile.model import Mix, Profile, Share, TestSpec, Tracking, size_label
 from .records import Limits, OperatingPoint, PlannedPoint, PreconditionPlan, TestPlan, Workload
 from .units import format_size
 

@@ -30,7 +30,7 @@ from .sweep import SWEEP
 from .vfile import VFILE
 
 if TYPE_CHECKING:
-    from ..profile import TestSpec
+    from ..profile.model import TestSpec
     from ..records import TestPlan
 
 # asked in this order; the basic type, last, claims every test the others do not

@@ -25,7 +25,7 @@ from ..planned import PlannedTest, Point
 
 if TYPE_CHECKING:
     from ..analysis.figure import Figure
-    from ..profile import Profile, TestSpec, VolumeSpec
+    from ..profile.model import Profile, TestSpec, VolumeSpec
     from ..records import TestPlan
     from ..store import TestData
 

@@ -14,7 +14,7 @@ from ..planned import (
     workload_independent,
     zones_text,
 )
-from ..profile import TestSpec
+from ..profile.model import TestSpec
 from ..records import TestPlan
 from ..units import format_size
 from .base import Context, TestType

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.copy import ROLE, TITLES, copy_rows, is_copy
 from ..analysis.figure import DEVIATION, Figure
 from ..planned import PlannedTest, Point
-from ..profile import CopySet, Mix, TestSpec, VolumeSpec
+from ..profile.model import CopySet, Mix, TestSpec, VolumeSpec
 from ..units import format_duration, format_size, human_bytes
 from .base import Context, TestType
 from .words import num, repeat_text

@@ -38,7 +38,7 @@ from pathlib import Path
 from .. import cache
 from ..errors import DeviceError, Interrupted
 from ..planned import Point
-from ..profile import CopySet, TestSpec
+from ..profile.model import CopySet, TestSpec
 from ..records import Direction, PlannedPoint, PointResult
 from .copy import DIR, Layout, layout
 

@@ -33,7 +33,7 @@ from ..analysis.figure import DEVIATION, Figure
 from ..analysis.repeat import repeatability
 from ..analysis.sweep import MODES, ROLE, is_sweep, sweep_of
 from ..planned import PlannedTest, Point
-from ..profile import SWEEP_MODES, Mix, TestSpec
+from ..profile.model import SWEEP_MODES, Mix, TestSpec
 from ..units import format_duration, format_size, human_bytes
 from .base import Context, TestType
 from .words import num as _num

@@ -36,7 +36,7 @@ from ..analysis.figure import DEVIATION, Figure
 from ..analysis.repeat import repeatability
 from ..analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
 from ..planned import PlannedTest, Point
-from ..profile import VFILE_OPERATIONS, Mix, TestSpec
+from ..profile.model import VFILE_OPERATIONS, Mix, TestSpec
 from ..units import format_duration, format_size, human_bytes
 from .base import Context, TestType
 from .words import num as _num

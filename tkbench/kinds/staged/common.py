@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from ...planned import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from ...profile import Mix, TestSpec
+from ...profile.model import Mix, TestSpec
 from ...records import OperatingPoint, TestPlan
 from ..base import Context, TestType
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...planned import PlannedTest, Point
-from ...profile import TestSpec, Tracking
+from ...profile.model import TestSpec, Tracking
 from ...units import format_duration
 from .common import Staged, base_point, intervals, stage_spec
 

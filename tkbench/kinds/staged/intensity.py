@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...planned import PlannedTest, Point
-from ...profile import TestSpec, Tracking
+from ...profile.model import TestSpec, Tracking
 from ...records import OperatingPoint
 from .common import (
     NAMES,

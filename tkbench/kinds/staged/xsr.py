@@ -4,7 +4,7 @@ groups back to back, sampled)."""
 from __future__ import annotations
 
 from ...planned import PlannedTest, Point
-from ...profile import TestSpec
+from ...profile.model import TestSpec
 from .common import Staged, stage_spec
 
 
