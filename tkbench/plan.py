@@ -8,13 +8,12 @@ from typing import Any
 
 from . import cache, kinds
 from .analysis.kinds import kind_named
+from .kinds.basic import HISTOGRAM_BS, histogram_point
 from .planned import (
-    HISTOGRAM_BS,
     PlannedTest,
     Point,
     Precondition,
     TargetInfo,
-    histogram_point,
     precondition_bytes,
     workload_independent,
 )

@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .analysis.kinds import RoundSpec, kind_named
-from .profile.model import Mix, Profile, Share, TestSpec, Tracking, size_label
 from .records import Limits, OperatingPoint, PlannedPoint, PreconditionPlan, TestPlan, Workload
-from .units import format_size
+from .units import format_size, size_label
+
+if TYPE_CHECKING:  # the profile's model; planning needs no profile at run time
+    from .profile.model import Mix, Profile, Share, TestSpec, Tracking
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,9 @@ class PlannedTest:
     # seconds of work before the rounds that is no preconditioning (a copy test's
     # sources), for the estimate
     setup_seconds: float = 0.0
+    # a virtual-file test (tkbench.kinds.vfile): bytes per node of its database file, which
+    # fio lays out with data before the first point (0: no such file)
+    node_size: int = 0
 
     @classmethod
     def on_own_files(
@@ -146,6 +152,7 @@ class PlannedTest:
         active_bytes: int,
         notes: tuple[str, ...] = (),
         setup_seconds: float = 0.0,
+        node_size: int = 0,
     ) -> PlannedTest:
         """A test of a volume benchmark built by its own planner (a bulk-I/O sweep, a
         virtual file, a copy test): on its own files, so no purge and no
@@ -161,6 +168,7 @@ class PlannedTest:
             active_bytes=active_bytes,
             notes=notes,
             setup_seconds=setup_seconds,
+            node_size=node_size,
         )
 
     @property
@@ -262,7 +270,7 @@ class PlannedTest:
             operating=self.operating,
             repeat_until=self.spec.repeat_until,
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
-            node_size=self.spec.node_size if self.spec.nodes else 0,
+            node_size=self.node_size,
         )
 
 
@@ -295,25 +303,6 @@ def workload_independent(
         numjobs=spec.workload.numjobs,
         iodepth=spec.workload.iodepth,
         max_duration=profile.precondition.max_duration,
-    )
-
-
-HISTOGRAM_BS = 4096  # PTS: the response-time histogram is of 4 KiB random writes
-
-
-def histogram_point(spec: TestSpec, sector: int) -> Point | None:
-    """The response-time histogram phase of a test: 4 KiB random writes (100 %) at
-    the test's load for ``response_histogram`` seconds; None when it has none."""
-    if spec.response_histogram <= 0 or HISTOGRAM_BS % sector:
-        return None
-    return Point(
-        index=0,
-        bs=HISTOGRAM_BS,
-        mix=Mix.parse("0/100"),
-        pattern="random",
-        numjobs=spec.workload.numjobs,
-        iodepth=spec.workload.iodepth,
-        runtime=spec.response_histogram,
     )
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import basic, copy, sweep, vfile
 from .base import Context, TestType
 from .basic import BASIC
 from .copy import COPY
+from .staged import common as staged
 from .staged.hir import HIR
 from .staged.intensity import INTENSITY
 from .staged.xsr import XSR
@@ -36,7 +38,12 @@ if TYPE_CHECKING:
 # asked in this order; the basic type, last, claims every test the others do not
 TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
 
-__all__ = ["TYPES", "Context", "TestType", "named", "of_plan", "of_spec"]
+# each type's checks of a profile's test, in this order (tkbench.profile.build), and
+# the keys of its own that a TestSpec holds
+CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
+SPEC_KEYS = staged.KEYS
+
+__all__ = ["CHECKS", "SPEC_KEYS", "TYPES", "Context", "TestType", "named", "of_plan", "of_spec"]
 
 
 def of_spec(spec: TestSpec) -> TestType:

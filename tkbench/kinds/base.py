@@ -17,7 +17,7 @@ which every type's stages choose from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +106,11 @@ class TestType:
         """What ``show --json`` adds for a stored test of this type (None: the common
         part, a fixed test's repeated points)."""
         return None
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """What ``show --json`` adds for a stage of a test of several stages (``tests``:
+        the run's, for the stages before it)."""
+        return {}
 
     def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
         """``tkbench show``'s lines of what :meth:`summary` added (``t``: a test of

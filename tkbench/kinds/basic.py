@@ -5,19 +5,76 @@ it; with ``split_block_sizes``, one test per block size (pure planning)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from ..analysis.kinds import kind_named
+from ..errors import ProfileError
 from ..planned import (
     PlannedTest,
     Point,
     bssplit_text,
-    histogram_point,
     workload_independent,
     zones_text,
 )
-from ..profile.model import TestSpec
+from ..profile.model import COMPOSITE, Mix, TestSpec, Tracking
+from ..profile.schema import WSAT_WORKLOADS
 from ..records import TestPlan
 from ..units import format_size
 from .base import Context, TestType
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A test's block-size mix and LBA zones add up to 100 %; Write Saturation's
+    optional workloads (``wsat_workload``, PTS 2.0) set its pattern, block size, mix
+    and tracking; a block-size mix outside a procedure is one composite point."""
+    if t["bssplit"]:
+        total = math.fsum(s.pct for s in t["bssplit"])
+        if abs(total - 100.0) > 0.01:
+            raise err(f"tests.{tname}.bssplit", f"the shares add up to {total:g} %, not 100 %")
+    if t["zones"]:
+        for what, total in (
+            ("accesses", math.fsum(z.pct for z in t["zones"])),
+            ("ranges", math.fsum(z.value for z in t["zones"])),
+        ):
+            if abs(total - 100.0) > 0.01:
+                raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+    preset = WSAT_WORKLOADS.get(t["wsat_workload"])
+    if preset is not None:  # Write Saturation's optional workloads (PTS 2.0)
+        if t["kind"] != "saturation":
+            raise err(f"tests.{tname}.wsat_workload", "only a saturation test has these")
+        t.update(preset)
+        t["tracking"] = (Tracking.parse(f"iops {preset['track']} {preset['mixes'][0].label}"),)
+        del t["track"]
+    if t["bssplit"] and not t["procedure"]:  # a block-size mix: one composite point per mix
+        t["block_sizes"] = (COMPOSITE,)
+
+
+HISTOGRAM_BS = 4096  # PTS: the response-time histogram is of 4 KiB random writes
+
+
+def histogram_point(spec: TestSpec, sector: int) -> Point | None:
+    """The response-time histogram phase of a test: 4 KiB random writes (100 %) at
+    the test's load for ``response_histogram`` seconds; None when it has none."""
+    if spec.response_histogram <= 0 or HISTOGRAM_BS % sector:
+        return None
+    return Point(
+        index=0,
+        bs=HISTOGRAM_BS,
+        mix=Mix.parse("0/100"),
+        pattern="random",
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        runtime=spec.response_histogram,
+    )
 
 
 class Basic(TestType):

@@ -27,13 +27,16 @@ sequential job, so the modes without the hint turn it off explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.figure import DEVIATION, Figure
 from ..analysis.repeat import repeatability
 from ..analysis.sweep import MODES, ROLE, is_sweep, sweep_of
+from ..errors import ProfileError
 from ..planned import PlannedTest, Point
-from ..profile.model import SWEEP_MODES, Mix, TestSpec
+from ..profile.model import SWEEP_MODES, FamilySpec, Mix, TestSpec
 from ..units import format_duration, format_size, human_bytes
 from .base import Context, TestType
 from .words import num as _num
@@ -47,6 +50,23 @@ if TYPE_CHECKING:
 FILE = "bulk-sweep.dat"  # the test file, in the run's working directory
 
 assert tuple(MODES) == SWEEP_MODES
+
+
+@dataclass(frozen=True)
+class SweepSpec(FamilySpec):
+    """A sweep's own keys: every buffer size (the test's block sizes) x buffer count
+    (I/Os in flight) x mode, on one shared test file."""
+
+    modes: tuple[str, ...]
+    buffer_counts: tuple[int, ...]
+    max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
+
+
+def own(spec: TestSpec) -> SweepSpec:
+    """A sweep test's own keys."""
+    if not isinstance(spec.family, SweepSpec):
+        raise TypeError(f"test {spec.name} is no bulk-I/O sweep")
+    return spec.family
 
 
 def combinations(
@@ -66,9 +86,10 @@ def points(spec: TestSpec, direct_ok: bool = True) -> tuple[Point, ...]:
     """The points of a sweep test, mode by mode (the profile's order), each mode's
     combinations by buffer size then count.  ``direct_ok``: false when the volume
     runs buffered (no O_DIRECT: every mode goes through the page cache)."""
-    run, _ = combinations(spec.block_sizes, spec.buffer_counts, spec.max_buffer_space)
+    sw = own(spec)
+    run, _ = combinations(spec.block_sizes, sw.buffer_counts, sw.max_buffer_space)
     out: list[Point] = []
-    for name in spec.modes:
+    for name in sw.modes:
         m = MODES[name]
         for size, count in run:
             out.append(
@@ -93,12 +114,13 @@ def points(spec: TestSpec, direct_ok: bool = True) -> tuple[Point, ...]:
 
 def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> PlannedTest:
     """A sweep test: one round (per ``repeat``) of every point on one ``active``-byte file."""
-    _, skipped = combinations(spec.block_sizes, spec.buffer_counts, spec.max_buffer_space)
+    sw = own(spec)
+    _, skipped = combinations(spec.block_sizes, sw.buffer_counts, sw.max_buffer_space)
     more = list(notes)
     if skipped:
         more.append(
             f"{len(skipped)} buffer size x count combination(s) skipped, their buffers taking "
-            f"more than {format_size(spec.max_buffer_space)}: "
+            f"more than {format_size(sw.max_buffer_space)}: "
             + ", ".join(f"{format_size(s)} x {c}" for s, c in skipped)
         )
     return PlannedTest.on_own_files(spec, points(spec, spec.workload.direct), active, tuple(more))
@@ -107,21 +129,67 @@ def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> Pl
 def describe(test: PlannedTest) -> list[str]:
     """The sweep's lines of ``tkbench plan`` (instead of one line per point)."""
     spec = test.spec
-    run, _ = combinations(spec.block_sizes, spec.buffer_counts, spec.max_buffer_space)
+    sw = own(spec)
+    run, _ = combinations(spec.block_sizes, sw.buffer_counts, sw.max_buffer_space)
     lines = [
         f"  sweep     buffer sizes {', '.join(format_size(b) for b in spec.block_sizes)}",
-        f"            x buffer counts (I/Os in flight) {', '.join(map(str, spec.buffer_counts))}"
-        f": {len(run)} combination(s) within {format_size(spec.max_buffer_space)} of buffers",
-        f"            x {len(spec.modes)} mode(s), {format_duration(spec.point_runtime)} each, "
+        f"            x buffer counts (I/Os in flight) {', '.join(map(str, sw.buffer_counts))}"
+        f": {len(run)} combination(s) within {format_size(sw.max_buffer_space)} of buffers",
+        f"            x {len(sw.modes)} mode(s), {format_duration(spec.point_runtime)} each, "
         f"front to back through {FILE} ({human_bytes(test.active_bytes)}), no page of it "
         "cached at each start",
     ]
-    for name in spec.modes:
+    for name in sw.modes:
         m = MODES[name]
         how = "O_DIRECT" if m.direct else "through the page cache"
         hint = "sequential-access hint" if m.fadvise == "sequential" else "no access hint"
         lines.append(f"    {name:<22} {m.direction}s, {how}, {hint}")
     return lines
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A bulk-I/O sweep (``modes``): its buffer sizes become the test's block sizes and
+    its modes its mixes; it needs a volume's shared test file and a sequential pattern."""
+    sweep_keys = ("buffer_sizes", "buffer_counts")
+    if not t["modes"]:
+        for key in sweep_keys:
+            if t[key]:
+                raise err(f"tests.{tname}.{key}", "belongs to a bulk-I/O sweep: set modes too")
+        return
+    if scope != "volume":
+        raise err(
+            f"tests.{tname}.modes", 'a bulk-I/O sweep is a volume benchmark (scope = "volume")'
+        )
+    if t["procedure"] or t["bssplit"] or t["zones"]:
+        raise err(f"tests.{tname}.modes", "a bulk-I/O sweep has no procedure, bssplit or zones")
+    for key in sweep_keys:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", "a bulk-I/O sweep needs it")
+    for key in ("block_sizes", "mixes"):
+        if t[key] is not None:
+            raise err(
+                f"tests.{tname}.{key}", "a bulk-I/O sweep sets it from buffer_sizes and modes"
+            )
+    if t["pattern"] != "sequential":
+        raise err(f"tests.{tname}.pattern", "a bulk-I/O sweep reads and writes front to back")
+    if wl["numjobs"] != 1:
+        raise err(f"tests.{tname}.workload.numjobs", "a bulk-I/O sweep runs one job (numjobs = 1)")
+    t["block_sizes"] = t["buffer_sizes"]
+    reads = [m.endswith("-read") for m in t["modes"]]
+    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+    if min(t["buffer_sizes"]) * min(t["buffer_counts"]) > t["max_buffer_space"]:
+        raise err(
+            f"tests.{tname}.max_buffer_space",
+            f"{format_size(t['max_buffer_space'])} skips every buffer size x count",
+        )
+    t["family"] = SweepSpec(t["modes"], t["buffer_counts"], t["max_buffer_space"])
 
 
 class Sweep(TestType):
@@ -132,7 +200,7 @@ class Sweep(TestType):
     own_tables = True
 
     def claims(self, spec: TestSpec) -> bool:
-        return bool(spec.modes)
+        return isinstance(spec.family, SweepSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_sweep(plan)
@@ -150,7 +218,7 @@ class Sweep(TestType):
         return pt.role != ROLE
 
     def figure_names(self, spec: TestSpec) -> set[str] | None:
-        bases = {f"best_{MODES[m].direction}_" for m in spec.modes if m in MODES}
+        bases = {f"best_{MODES[m].direction}_" for m in own(spec).modes if m in MODES}
         return {b + e for b in bases for e in ("mb_s", DEVIATION)}
 
     def figures(self, test: TestData) -> list[Figure]:

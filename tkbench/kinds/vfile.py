@@ -30,13 +30,16 @@ fio lays the file out with the profile's data once, before the first point
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.figure import DEVIATION, Figure
 from ..analysis.repeat import repeatability
 from ..analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
+from ..errors import ProfileError
 from ..planned import PlannedTest, Point
-from ..profile.model import VFILE_OPERATIONS, Mix, TestSpec
+from ..profile.model import VFILE_OPERATIONS, FamilySpec, Mix, TestSpec
 from ..units import format_duration, format_size, human_bytes
 from .base import Context, TestType
 from .words import num as _num
@@ -52,13 +55,34 @@ FILE = "vfile.db"  # the database file, in the run's working directory
 assert tuple(OPERATIONS) == VFILE_OPERATIONS
 
 
+@dataclass(frozen=True)
+class VfileSpec(FamilySpec):
+    """A virtual-file test's own keys: a database file of ``nodes`` nodes of
+    ``node_size`` bytes, read and written in pages (the test's block size) by every
+    operation x thread count x cache state."""
+
+    nodes: int
+    node_size: int = 512
+    operations: tuple[str, ...] = ()
+    thread_counts: tuple[int, ...] = ()
+    caches: tuple[str, ...] = ()
+
+
+def own(spec: TestSpec) -> VfileSpec:
+    """A virtual-file test's own keys."""
+    if not isinstance(spec.family, VfileSpec):
+        raise TypeError(f"test {spec.name} is no virtual-file test")
+    return spec.family
+
+
 def points(spec: TestSpec) -> tuple[Point, ...]:
     """Every operation (the profile's order) x thread count x cache state."""
+    vf = own(spec)
     out: list[Point] = []
-    for name in spec.operations:
+    for name in vf.operations:
         op = OPERATIONS[name]
-        for threads in spec.thread_counts:
-            for state in spec.caches:
+        for threads in vf.thread_counts:
+            for state in vf.caches:
                 out.append(
                     Point(
                         index=len(out),
@@ -82,25 +106,81 @@ def points(spec: TestSpec) -> tuple[Point, ...]:
 def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> PlannedTest:
     """A virtual-file test: one round (per ``repeat``) of every point on one
     ``active``-byte database file."""
-    return PlannedTest.on_own_files(spec, points(spec), active, notes)
+    return PlannedTest.on_own_files(
+        spec, points(spec), active, notes, node_size=own(spec).node_size
+    )
 
 
 def describe(test: PlannedTest) -> list[str]:
     """The virtual file's lines of ``tkbench plan`` (its points follow, one a line)."""
     spec = test.spec
-    nodes = test.active_bytes // spec.node_size
-    states = " and ".join(spec.caches)
+    vf = own(spec)
+    nodes = test.active_bytes // vf.node_size
+    states = " and ".join(vf.caches)
     lines = [
-        f"  vfile     {nodes:,} nodes x {human_bytes(spec.node_size)} in one file, {FILE} "
+        f"  vfile     {nodes:,} nodes x {human_bytes(vf.node_size)} in one file, {FILE} "
         f"({human_bytes(test.active_bytes)}), pages of {format_size(spec.block_sizes[0])}",
-        f"            {len(spec.operations)} operation(s) x thread counts "
-        f"{', '.join(map(str, spec.thread_counts))} (fio jobs sharing the file) x {states} "
+        f"            {len(vf.operations)} operation(s) x thread counts "
+        f"{', '.join(map(str, vf.thread_counts))} (fio jobs sharing the file) x {states} "
         f"cache: {len(test.points)} point(s), {format_duration(spec.point_runtime)} each",
         "            writes "
         + ("write-through (O_SYNC)" if spec.sync else "through the page cache (no sync)")
         + "; results in nodes/s (bytes/s / node size) and MB/s",
     ]
     return lines
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A virtual-file test (``nodes``): one database file of nodes x node size, its
+    pages read and written by every operation x thread count x cache state; the file
+    size, block size and mixes follow from its keys."""
+    vfile_keys = ("node_size", "page_size", "operations", "thread_counts", "caches")
+    if not t["nodes"]:
+        for key in vfile_keys:
+            if key in raw:
+                raise err(f"tests.{tname}.{key}", "belongs to a virtual-file test: set nodes too")
+        t["operations"] = t["thread_counts"] = t["caches"] = ()
+        return
+    if scope != "volume":
+        raise err(
+            f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
+        )
+    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"] or t["kind"] == "copy":
+        raise err(
+            f"tests.{tname}.nodes",
+            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test",
+        )
+    for key in ("block_sizes", "mixes", "file_size", "cache"):
+        if key in raw:
+            raise err(
+                f"tests.{tname}.{key}",
+                "a virtual-file test sets it from nodes, node_size, page_size, operations "
+                "and caches",
+            )
+    size = t["nodes"] * t["node_size"]
+    need = t["page_size"] * max(t["thread_counts"])
+    if size < need:
+        raise err(
+            f"tests.{tname}.nodes",
+            f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
+            f"than a page ({format_size(t['page_size'])}) for each of "
+            f"{max(t['thread_counts'])} threads",
+        )
+    t["file_size"] = size
+    t["block_sizes"] = (t["page_size"],)
+    wl["numjobs"] = max(t["thread_counts"])  # the most threads at once (each point its own)
+    reads = [op.endswith("-read") for op in t["operations"]]
+    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+    t["family"] = VfileSpec(
+        t["nodes"], t["node_size"], t["operations"], t["thread_counts"], t["caches"]
+    )
 
 
 class Vfile(TestType):
@@ -112,7 +192,7 @@ class Vfile(TestType):
     own_tables = True
 
     def claims(self, spec: TestSpec) -> bool:
-        return bool(spec.nodes)
+        return isinstance(spec.family, VfileSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_vfile(plan)
@@ -122,15 +202,18 @@ class Vfile(TestType):
 
     def load_words(self, t: PlannedTest) -> tuple[str, str]:
         # each point its own thread count
-        return "/".join(map(str, t.spec.thread_counts)), f"{t.spec.workload.iodepth}"
+        return "/".join(map(str, own(t.spec).thread_counts)), f"{t.spec.workload.iodepth}"
 
     def detail_lines(self, t: PlannedTest) -> list[str]:
         return describe(t)
 
     def figure_names(self, spec: TestSpec) -> set[str] | None:
-        caches = spec.caches or (spec.cache,)
+        caches = own(spec).caches or (spec.cache,)
         bases = {
-            f"{op}.{n}.{c}." for op in spec.operations for n in spec.thread_counts for c in caches
+            f"{op}.{n}.{c}."
+            for op in own(spec).operations
+            for n in own(spec).thread_counts
+            for c in caches
         }
         return {b + e for b in bases for e in ("nodes_s", DEVIATION)}
 

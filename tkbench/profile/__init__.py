@@ -14,10 +14,6 @@ from __future__ import annotations
 
 from .build import (
     CACHE_KEYS,
-    COPY_KEYS,
-    PROCEDURE_KEYS,
-    SWEEP_KEYS,
-    VFILE_KEYS,
     build,
     load,
 )
@@ -93,7 +89,6 @@ __all__ = [
     "CACHE_STATES",
     "COMPOSITE",
     "COMPOSITE_SIZES",
-    "COPY_KEYS",
     "COPY_SETS",
     "DATA_PATTERNS",
     "DAY",
@@ -105,7 +100,6 @@ __all__ = [
     "PATTERNS",
     "PRECONDITION_SCHEMA",
     "PROCEDURES",
-    "PROCEDURE_KEYS",
     "PTS_VARIANTS",
     "PURGE_METHODS",
     "PURGE_SCHEMA",
@@ -113,11 +107,9 @@ __all__ = [
     "ROUNDS_SCHEMA",
     "SCOPES",
     "SECTIONS",
-    "SWEEP_KEYS",
     "SWEEP_MODES",
     "TEST_SCHEMA",
     "TOP_KEYS",
-    "VFILE_KEYS",
     "VFILE_OPERATIONS",
     "VOLUME_SCHEMA",
     "WORKLOAD_SCHEMA",

@@ -4,21 +4,19 @@ option) and the key."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import kinds
 from ..errors import ProfileError
 from ..units import format_size
 from .convert import Conv
 from .finding import apply_overrides, load_raw, parse_override
 from .model import (
-    COMPOSITE,
     Acceptance,
     Criterion,
-    Mix,
     PreconditionSpec,
     Profile,
     PurgeSpec,
@@ -40,7 +38,6 @@ from .schema import (
     TOP_KEYS,
     VOLUME_SCHEMA,
     WORKLOAD_SCHEMA,
-    WSAT_WORKLOADS,
 )
 
 
@@ -137,10 +134,8 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
         trd = section(f"tests.{tname}.rounds", traw.get("rounds"), ROUNDS_SCHEMA, rd)
         own = traw.get("workload")
         _pattern_defaults(f"tests.{tname}.workload", twl, own if isinstance(own, dict) else {}, err)
-        _procedure_defaults(tname, t, err)
-        _sweep_defaults(scope, tname, t, twl, err)
-        _copy_defaults(scope, tname, t, twl, err)
-        _vfile_defaults(scope, tname, t, twl, traw, err)
+        for check in kinds.CHECKS:  # each test type's keys, checks and defaults
+            check(scope, tname, t, twl, traw, err)
         _cache_defaults(tname, t, twl, err)
         for req in ("mixes", "block_sizes"):
             if t[req] is None:
@@ -184,12 +179,11 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 fsync=t["fsync"],
                 end_fsync=t["end_fsync"],
                 response_histogram=t["response_histogram"],
-                **{k: t[k] for k in PROCEDURE_KEYS},
-                **{k: t[k] for k in SWEEP_KEYS},
-                **{k: t[k] for k in COPY_KEYS},
+                **{k: t[k] for k in kinds.SPEC_KEYS},
+                family=t.pop("family", None),
                 repeat_until=t["repeat_until"],
                 repeat_max=t["repeat_max"],
-                **{k: t[k] for k in CACHE_KEYS + VFILE_KEYS},
+                **{k: t[k] for k in CACHE_KEYS},
             )
         )
     if not tests:
@@ -228,36 +222,11 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
     )
 
 
-PROCEDURE_KEYS = (
-    "procedure",
-    "intervals",
-    "tracking_interval",
-    "threads",
-    "iodepths",
-    "bssplit",
-    "zones",
-    "prewrite",
-    "wait_states",
-    "bursts",
-    "burst",
-    "baseline",
-    "groups",
-    "sample",
-    "response_ceiling",
-    "operating_prewrite",
-    "operating_runtime",
-)
-
-
 def _check_figure(
     c: Criterion, spec: TestSpec | None, err: Callable[[str, str], ProfileError]
 ) -> None:
     """A volume figure's criterion names a figure its test will have."""
-    # the test types name them (tkbench.kinds), which import the profile model: still
-    # a cycle, so imported here until the per-type checks move into the kinds
-    from ..analysis.volfigures import figure_names
-
-    known = figure_names(spec) if spec is not None else None
+    known = kinds.of_spec(spec).figure_names(spec) if spec is not None else None
     if known is None:
         raise err(
             "acceptance.criteria",
@@ -272,141 +241,8 @@ def _check_figure(
         )
 
 
-SWEEP_KEYS = ("modes", "buffer_counts", "max_buffer_space")
-COPY_KEYS = ("sets", "data_patterns", "copy_buffer", "verify")
 # drop_caches: a cold test's (tkbench.cache) and a copy test's (tkbench.kinds.copy)
 CACHE_KEYS = ("cache", "drop_caches", "sync")
-VFILE_KEYS = ("nodes", "node_size", "operations", "thread_counts", "caches")
-# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
-_NEEDS = {
-    "hir": ("wait_states",),
-    "xsr": ("groups",),
-    "cbw": ("bssplit", "threads", "iodepths"),
-    "dirth": ("threads", "iodepths"),
-}
-
-
-def _procedure_defaults(
-    tname: str, t: dict[str, Any], err: Callable[[str, str], ProfileError]
-) -> None:
-    """Check a test of several stages and fill in what its procedure implies
-    (the block sizes of XSR's groups, CBW's composite block size)."""
-    if t["bssplit"]:
-        total = math.fsum(s.pct for s in t["bssplit"])
-        if abs(total - 100.0) > 0.01:
-            raise err(f"tests.{tname}.bssplit", f"the shares add up to {total:g} %, not 100 %")
-    if t["zones"]:
-        for what, total in (
-            ("accesses", math.fsum(z.pct for z in t["zones"])),
-            ("ranges", math.fsum(z.value for z in t["zones"])),
-        ):
-            if abs(total - 100.0) > 0.01:
-                raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
-    preset = WSAT_WORKLOADS.get(t["wsat_workload"])
-    if preset is not None:  # Write Saturation's optional workloads (PTS 2.0)
-        if t["kind"] != "saturation":
-            raise err(f"tests.{tname}.wsat_workload", "only a saturation test has these")
-        t.update(preset)
-        t["tracking"] = (Tracking.parse(f"iops {preset['track']} {preset['mixes'][0].label}"),)
-        del t["track"]
-    proc = t["procedure"]
-    if not proc:
-        if t["bssplit"]:  # a block-size mix: one composite point per mix
-            t["block_sizes"] = (COMPOSITE,)
-        return
-    for key in _NEEDS[proc]:
-        if not t[key]:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
-    if proc == "xsr":
-        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
-        t["mixes"] = t["mixes"] or (Mix(0),)
-    if proc == "cbw":
-        t["block_sizes"] = (COMPOSITE,)
-    for key in ("mixes", "block_sizes"):
-        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
-    if t["precondition"] and proc in ("hir", "xsr"):
-        raise err(
-            f"tests.{tname}.precondition",
-            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
-        )
-
-
-def _sweep_defaults(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A bulk-I/O sweep (``modes``): its buffer sizes become the test's block sizes and
-    its modes its mixes; it needs a volume's shared test file and a sequential pattern."""
-    sweep_keys = ("buffer_sizes", "buffer_counts")
-    if not t["modes"]:
-        for key in sweep_keys:
-            if t[key]:
-                raise err(f"tests.{tname}.{key}", "belongs to a bulk-I/O sweep: set modes too")
-        return
-    if scope != "volume":
-        raise err(
-            f"tests.{tname}.modes", 'a bulk-I/O sweep is a volume benchmark (scope = "volume")'
-        )
-    if t["procedure"] or t["bssplit"] or t["zones"]:
-        raise err(f"tests.{tname}.modes", "a bulk-I/O sweep has no procedure, bssplit or zones")
-    for key in sweep_keys:
-        if not t[key]:
-            raise err(f"tests.{tname}.{key}", "a bulk-I/O sweep needs it")
-    for key in ("block_sizes", "mixes"):
-        if t[key] is not None:
-            raise err(
-                f"tests.{tname}.{key}", "a bulk-I/O sweep sets it from buffer_sizes and modes"
-            )
-    if t["pattern"] != "sequential":
-        raise err(f"tests.{tname}.pattern", "a bulk-I/O sweep reads and writes front to back")
-    if wl["numjobs"] != 1:
-        raise err(f"tests.{tname}.workload.numjobs", "a bulk-I/O sweep runs one job (numjobs = 1)")
-    t["block_sizes"] = t["buffer_sizes"]
-    reads = [m.endswith("-read") for m in t["modes"]]
-    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
-    if min(t["buffer_sizes"]) * min(t["buffer_counts"]) > t["max_buffer_space"]:
-        raise err(
-            f"tests.{tname}.max_buffer_space",
-            f"{format_size(t['max_buffer_space'])} skips every buffer size x count",
-        )
-
-
-def _copy_defaults(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A copy test (``kind = "copy"``): its file sets and data patterns; its one point
-    per set x pattern reads and writes ``copy_buffer`` bytes at a time, one file after
-    another (block size: the buffer; mix: 50/50, every byte read once and written once)."""
-    keys = ("sets", "data_patterns")
-    if t["kind"] != "copy":
-        for key in keys:
-            if t[key]:
-                raise err(f"tests.{tname}.{key}", 'belongs to a copy test (kind = "copy")')
-        return
-    if scope != "volume":
-        raise err(f"tests.{tname}.kind", 'a copy test is a volume benchmark (scope = "volume")')
-    if not t["sets"]:
-        raise err(f"tests.{tname}.sets", "a copy test needs its file sets")
-    kinds = [s.kind for s in t["sets"]]
-    if len(set(kinds)) != len(kinds):
-        raise err(f"tests.{tname}.sets", "each kind of file set at most once")
-    for key in ("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"):
-        if t[key]:
-            raise err(f"tests.{tname}.{key}", "does not apply to a copy test")
-    t["data_patterns"] = t["data_patterns"] or ("zero", "random")
-    t["block_sizes"] = (t["copy_buffer"],)
-    t["mixes"] = (Mix(50),)
-    t["pattern"] = "sequential"
-    # one file at a time through one buffer, through the page cache
-    wl.update(numjobs=1, iodepth=1, direct=False)
 
 
 def _check_repeat_until(
@@ -469,56 +305,6 @@ def _pattern_defaults(
         raise err(f"{where}.compress_percentage", 'applies only to data_pattern = "compressible"')
     else:
         wl["compress_percentage"] = 0
-
-
-def _vfile_defaults(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A virtual-file test (``nodes``): one database file of nodes x node size, its
-    pages read and written by every operation x thread count x cache state; the file
-    size, block size and mixes follow from its keys."""
-    vfile_keys = ("node_size", "page_size", "operations", "thread_counts", "caches")
-    if not t["nodes"]:
-        for key in vfile_keys:
-            if key in raw:
-                raise err(f"tests.{tname}.{key}", "belongs to a virtual-file test: set nodes too")
-        t["operations"] = t["thread_counts"] = t["caches"] = ()
-        return
-    if scope != "volume":
-        raise err(
-            f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
-        )
-    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"] or t["kind"] == "copy":
-        raise err(
-            f"tests.{tname}.nodes",
-            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test",
-        )
-    for key in ("block_sizes", "mixes", "file_size", "cache"):
-        if key in raw:
-            raise err(
-                f"tests.{tname}.{key}",
-                "a virtual-file test sets it from nodes, node_size, page_size, operations "
-                "and caches",
-            )
-    size = t["nodes"] * t["node_size"]
-    need = t["page_size"] * max(t["thread_counts"])
-    if size < need:
-        raise err(
-            f"tests.{tname}.nodes",
-            f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
-            f"than a page ({format_size(t['page_size'])}) for each of "
-            f"{max(t['thread_counts'])} threads",
-        )
-    t["file_size"] = size
-    t["block_sizes"] = (t["page_size"],)
-    wl["numjobs"] = max(t["thread_counts"])  # the most threads at once (each point its own)
-    reads = [op.endswith("-read") for op in t["operations"]]
-    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
 
 
 def _cache_defaults(

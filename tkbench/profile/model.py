@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import vocab
 from ..device.purge import METHODS as _DEVICE_METHODS
-from ..units import format_size, parse_size
+from ..units import COMPOSITE, format_size, parse_size, size_label
 from ..vocab import metric
 from .convert import DAY, _block_size, _duration, _size
 
@@ -98,15 +98,6 @@ class Tracking:
             )
         bs = COMPOSITE if parts[1] == "composite" else parse_size(parts[1])
         return cls(parts[0], bs, Mix.parse(parts[2]))
-
-
-# the block size of a point of several block sizes (``bssplit``): 0, shown as "composite"
-COMPOSITE = 0
-
-
-def size_label(bs: int) -> str:
-    """A point's block size as people read it ("4k"; "composite" for a block-size mix)."""
-    return "composite" if bs == COMPOSITE else format_size(bs)
 
 
 @dataclass(frozen=True)
@@ -333,6 +324,11 @@ class ReportSpec:
     paper: str
 
 
+class FamilySpec:
+    """The keys of a profile's test that belong to its type alone (a dataclass of
+    :mod:`tkbench.kinds`: ``SweepSpec``, ``CopySpec``, ``VfileSpec``)."""
+
+
 @dataclass(frozen=True)
 class TestSpec:
     """One test of a profile, with every default resolved."""
@@ -383,21 +379,12 @@ class TestSpec:
     operating_prewrite: float = 3600.0  # seconds of writes before each operating point
     operating_runtime: float = 600.0  # seconds each operating point is measured
 
-    # a bulk-I/O sweep (tkbench.kinds.sweep; volume profiles): every buffer size (the test's
-    # block_sizes) x buffer count (I/Os in flight) x mode, on one shared test file
-    modes: tuple[str, ...] = ()  # empty: no sweep
-    buffer_counts: tuple[int, ...] = ()
-    max_buffer_space: int = 64 << 20  # bytes: size x count above this is skipped
-
-    # a copy test (kind "copy", tkbench.kinds.copy; volume profiles): every file set x
-    # data pattern copied within the volume with read/write through one buffer
-    sets: tuple[CopySet, ...] = ()
-    data_patterns: tuple[str, ...] = ()
-    copy_buffer: int = 1 << 20  # bytes of each read and write
+    # a test type's own keys (tkbench.kinds: a bulk-I/O sweep's, a copy test's, a
+    # virtual file's); None for the types without keys of their own here
+    family: FamilySpec | None = None
     # also drop the kernel's caches (root): a copy test's before each copy, a cold
     # test's before each point
     drop_caches: bool = False
-    verify: bool = True  # compare every copy with its source after the timing
     # a fixed test repeated until its runs agree (docs/volume.md, "Repeatability"): stop
     # once every point's mean absolute deviation is within this percentage of its mean,
     # after at least max(repeat, 2) and at most repeat_max runs (0.0: exactly repeat runs)
@@ -407,14 +394,6 @@ class TestSpec:
     # the page cache (tkbench.cache): "as-is" (not controlled), "cold", "warm"
     cache: str = "as-is"
     sync: bool = False  # fio sync=1: every write opens O_SYNC (write-through)
-
-    # a virtual-file test (tkbench.kinds.vfile; volume profiles): a database file of ``nodes``
-    # nodes of ``node_size`` bytes, read and written in pages (the test's block size)
-    nodes: int = 0  # 0: no virtual-file test
-    node_size: int = 512
-    operations: tuple[str, ...] = ()
-    thread_counts: tuple[int, ...] = ()
-    caches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,12 @@ docs/methodology.md says where each parameter comes from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from ...errors import ProfileError
 from ...planned import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from ...profile.model import Mix, TestSpec
+from ...profile.model import COMPOSITE, Mix, TestSpec
 from ...records import OperatingPoint, TestPlan
 from ..base import Context, TestType
 
@@ -138,6 +140,66 @@ def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
         points=operating_points(test.spec, write, chosen),
         operating=tuple(chosen),
     )
+
+
+KEYS = (
+    "procedure",
+    "intervals",
+    "tracking_interval",
+    "threads",
+    "iodepths",
+    "bssplit",
+    "zones",
+    "prewrite",
+    "wait_states",
+    "bursts",
+    "burst",
+    "baseline",
+    "groups",
+    "sample",
+    "response_ceiling",
+    "operating_prewrite",
+    "operating_runtime",
+)
+
+# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
+_NEEDS = {
+    "hir": ("wait_states",),
+    "xsr": ("groups",),
+    "cbw": ("bssplit", "threads", "iodepths"),
+    "dirth": ("threads", "iodepths"),
+}
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """Check a test of several stages and fill in what its procedure implies
+    (the block sizes of XSR's groups, CBW's composite block size)."""
+    proc = t["procedure"]
+    if not proc:
+        return
+    for key in _NEEDS[proc]:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
+    if proc == "xsr":
+        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
+        t["mixes"] = t["mixes"] or (Mix(0),)
+    if proc == "cbw":
+        t["block_sizes"] = (COMPOSITE,)
+    for key in ("mixes", "block_sizes"):
+        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
+    if t["precondition"] and proc in ("hir", "xsr"):
+        raise err(
+            f"tests.{tname}.precondition",
+            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
+        )
 
 
 class Staged(TestType):

@@ -5,11 +5,18 @@ with host idle, then a return to baseline; sampled per interval)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from ...analysis import stages
+from ...analysis.stages import steady_iops
 from ...planned import PlannedTest, Point
 from ...profile.model import TestSpec, Tracking
 from ...units import format_duration
 from .common import Staged, base_point, intervals, stage_spec
+
+if TYPE_CHECKING:
+    from ...store import TestData
 
 
 class Hir(Staged):
@@ -68,6 +75,27 @@ class Hir(Staged):
             stage="recovery",
         )
         return [pre, recovery]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The recovery stage's wait states against the preconditioning's steady state."""
+        plan = t.plan
+        if plan.stage != "recovery":
+            return {}
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        base = steady_iops(tests, plan.spec)
+        out["steady_state_iops"] = base
+        out["wait_states"] = [
+            {
+                "idle_s": w.idle_s,
+                "bursts": len(w.bursts),
+                "mean_iops": round(w.mean_iops, 3),
+                "recovery": None if w.recovery is None else round(w.recovery, 4),
+                "baseline_iops": None if w.baseline_iops is None else round(w.baseline_iops, 3),
+            }
+            for w in stages.wait_states(rnd, base)
+        ]
+        return out
 
 
 HIR = Hir()

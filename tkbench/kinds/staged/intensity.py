@@ -8,7 +8,11 @@ when the stage starts from the intensity stage's window)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from ...analysis import stages
+from ...analysis.window import window, window_records
 from ...planned import PlannedTest, Point
 from ...profile.model import TestSpec, Tracking
 from ...records import OperatingPoint
@@ -22,6 +26,9 @@ from .common import (
     operating_points,
     stage_spec,
 )
+
+if TYPE_CHECKING:
+    from ...store import TestData
 
 
 class Intensity(Staged):
@@ -96,6 +103,29 @@ class Intensity(Staged):
             operating=placeholder,
         )
         return [pre, intensity, operating]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The intensity stage's grid; the operating points' results."""
+        plan = t.plan
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        if plan.stage == "intensity":
+            cells = stages.grid(window_records(t.rounds, window(t)))
+            out["grid"] = [
+                {
+                    "threads": c.numjobs,
+                    "iodepth": c.iodepth,
+                    "iops": round(c.iops, 3),
+                    "mean_latency_ms": round(c.lat_mean_ns / 1e6, 6),
+                    "cpu_pct": round(c.cpu_pct, 3),
+                }
+                for c in cells
+            ]
+        elif plan.stage == "operating":
+            out["operating_points"] = {
+                m.name: m.to_dict() for m in stages.operating_results(plan.operating, rnd)
+            }
+        return out
 
 
 INTENSITY = Intensity()

@@ -3,9 +3,16 @@ groups back to back, sampled)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...analysis import stages
 from ...planned import PlannedTest, Point
 from ...profile.model import TestSpec
 from .common import Staged, stage_spec
+
+if TYPE_CHECKING:
+    from ...store import TestData
 
 
 class Xsr(Staged):
@@ -43,6 +50,23 @@ class Xsr(Staged):
                 stage="groups",
             )
         ]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The transitions between its access groups."""
+        plan = t.plan
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        out["transitions"] = [
+            {
+                "from": x.source,
+                "to": x.target,
+                "group": x.group,
+                "recovery_s": x.recovery_s,
+                "settled_mbs": round(x.settled_mbs, 3),
+            }
+            for x in stages.transitions(rnd, plan.rounds.max_excursion / 2)
+        ]
+        return out
 
 
 XSR = Xsr()
