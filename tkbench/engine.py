@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 from . import __version__, fiologs, histphase, jobfile, kinds
 from .analysis import stages, steady
-from .analysis.kinds import Standing, kind_named, kind_of, test_result
 from .analysis.segments import segment_of, segment_rounds, segment_verdicts
+from .analysis.stoprules import Standing, kind_named, kind_of, test_result
 from .analysis.window import window, window_records
 from .cacherecord import RunRecordSink
 from .device.purge import PurgeRecord

@@ -12,9 +12,9 @@ from typing import Any
 from . import kinds
 from .analysis.confidence import histogram_phase
 from .analysis.hosts import host_means
-from .analysis.kinds import kind_of
 from .analysis.responses import saturation_responses
 from .analysis.stages import steady_iops
+from .analysis.stoprules import kind_of
 from .analysis.thermal import temperature_of
 from .analysis.window import window, window_records
 from .records import TargetRecord

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import cache, kinds
-from .analysis.kinds import kind_named
+from .analysis.stoprules import kind_named
 from .kinds.basic import HISTOGRAM_BS, histogram_point
 from .planned import (
     PlannedTest,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .analysis.kinds import RoundSpec, kind_named
+from .analysis.stoprules import RoundSpec, kind_named
 from .records import Limits, OperatingPoint, PlannedPoint, PreconditionPlan, TestPlan, Workload
 from .units import format_size, size_label
 

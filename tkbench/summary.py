@@ -8,9 +8,9 @@ from typing import Any
 from . import cacherecord, kinds
 from .analysis import TestAnalysis, analyze_test
 from .analysis.conformance import judge_run
-from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability, until_standing
+from .analysis.stoprules import kind_named
 from .analysis.window import DIRECTIONS, DirMean
 from .cache import states_of
 from .device.writecache import WriteCacheRecord

@@ -21,8 +21,8 @@ from ..fiojson import percentile_from_bins
 from ..records import Direction, PointResult, Round
 from ..store import TestData
 from ..vocab import MB, MS, metric
-from .kinds import kind_of
 from .segments import last_segment
+from .stoprules import kind_of
 
 DIRECTIONS = ("read", "write")
 

@@ -11,7 +11,7 @@ what ``tkbench show`` adds for it.  Code outside :mod:`tkbench.kinds` asks the t
 test is.
 
 Not to be confused with a test's *stop rule* (``kind`` in a profile and in
-``test.json``: steady, saturation, fixed, copy; :mod:`tkbench.analysis.kinds`),
+``test.json``: steady, saturation, fixed, copy; :mod:`tkbench.analysis.stoprules`),
 which every type's stages choose from.
 """
 

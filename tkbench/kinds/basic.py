@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..analysis.kinds import kind_named
+from ..analysis.stoprules import kind_named
 from ..errors import ProfileError
 from ..planned import (
     PlannedTest,

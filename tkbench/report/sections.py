@@ -1,6 +1,6 @@
 """What the report shows of each kind of test (pure).
 
-A kind of test (:mod:`tkbench.analysis.kinds`: steady state, write saturation, fixed
+A kind of test (:mod:`tkbench.analysis.stoprules`: steady state, write saturation, fixed
 repetitions) has a section here that says what its chapter holds and how it speaks:
 its verdict sentence, its stop rule in words, what it says of a preconditioning it
 does not have, how its outcome ends, and whether it shows per-point tables or a
