@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from tkbench import __version__, jobfile, procedures
+from tkbench import __version__, jobfile
 from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis import segment_verdicts, stages, steady, test_result
 from tkbench.analysis.window import window, window_records
 from tkbench.fiojson import bucket_value, percentile_from_bins
+from tkbench.kinds.staged import common as procedures
 from tkbench.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
 from tkbench.store import RunStore, TestData
 

@@ -23,11 +23,12 @@ import pytest
 
 from tests._helpers import layout_text, mounted_volume
 from tests.test_volume import _one_error, _snapshot, needs_root
-from tkbench import cli, copyplan
+from tkbench import cli
 from tkbench import plan as planmod
 from tkbench import profile as profilemod
-from tkbench.copyrun import CopySession, drop_pages, fill
 from tkbench.errors import ProfileError
+from tkbench.kinds import copy as copyplan
+from tkbench.kinds.copyrun import CopySession, drop_pages, fill
 from tkbench.profile import CopySet
 from tkbench.volume import PREFIX
 
@@ -103,8 +104,8 @@ def test_the_sets_shrink_to_a_small_volume_with_a_note() -> None:
     (test,) = planmod.build(prof, _info(free=3 * GiB)).tests
     usable = planmod.volume_usable(3 * GiB, prof.volume.reserve)
     assert copyplan.needed(test.spec) <= usable
-    assert [s.files for s in test.spec.sets] == [2, 600, 120]  # counts kept
-    assert all(s.size < GiB for s in test.spec.sets)
+    assert [s.files for s in copyplan.own(test.spec).sets] == [2, 600, 120]  # counts kept
+    assert all(s.size < GiB for s in copyplan.own(test.spec).sets)
     assert any("file sets shrunk to fit" in n for n in test.notes)
 
 
@@ -247,7 +248,10 @@ def test_a_corrupted_copy_fails_its_check(ext4: Path, tmp_path: Path) -> None:
     try:
         # a source changed behind the session's back: the copy no longer matches the
         # checksum the source had when it was written
-        path = session.source("game", "zero") / copyplan.layout(session.spec.sets[2]).files[3][0]
+        path = (
+            session.source("game", "zero")
+            / copyplan.layout(copyplan.own(session.spec).sets[2]).files[3][0]
+        )
         with open(path, "r+b") as fh:
             fh.write(b"x")
         drop_pages(path)
@@ -377,7 +381,7 @@ import sys
 import tempfile
 from pathlib import Path
 from tkbench import plan, profile
-from tkbench.copyrun import CopySession
+from tkbench.kinds.copyrun import CopySession
 prof = profile.load(sys.argv[1])
 info = plan.TargetInfo("/srv/data", "volume", 1 << 40, 512, 1 << 40, True)
 (test,) = plan.build(prof, info).tests

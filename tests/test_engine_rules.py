@@ -27,7 +27,7 @@ from tests.fakes.fio_runner import Call, FakeClock, FakeFio, Run, parse_jobfile
 from tkbench import engine as engine_mod
 from tkbench import jobfile, profile
 from tkbench import plan as planmod
-from tkbench.analysis.kinds import ROUND_CAP
+from tkbench.analysis.stoprules import ROUND_CAP
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
 from tkbench.engine import clock as engine_clock
 from tkbench.errors import DeviceError, Interrupted, RunDirError
@@ -638,7 +638,7 @@ def test_the_fake_answers_a_kept_job_file_as_fio_3_33_did(
 
 
 def test_every_profile_kind_has_its_rules() -> None:
-    from tkbench.analysis.kinds import KINDS, kind_named
+    from tkbench.analysis.stoprules import KINDS, kind_named
 
     assert set(profile.KINDS) == set(KINDS)
     with pytest.raises(ValueError, match="unknown test kind 'hir'"):

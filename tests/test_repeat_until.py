@@ -20,8 +20,8 @@ from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import Call, FakeFio
 from tests.test_engine_rules import clock, interrupted_after, new_engine, resumed_engine
 from tkbench import cli, profile
-from tkbench.analysis.kinds import kind_named
 from tkbench.analysis.repeat import until_bounds, until_standing
+from tkbench.analysis.stoprules import kind_named
 from tkbench.store import load_run
 
 __all__ = ["clock"]  # the engine's fake clock, a fixture
@@ -130,7 +130,7 @@ def test_the_plan_estimates_from_the_least_to_the_most_runs() -> None:
     spec = prof.test("4k")
     assert (spec.repeat_until, spec.repeat_max) == (3.0, 7)
     assert until_bounds(3, 7) == (3, 7) and until_bounds(1, 10) == (2, 10)
-    from tkbench.analysis.kinds import RoundSpec
+    from tkbench.analysis.stoprules import RoundSpec
 
     rs = RoundSpec(window=5, max_rounds=25, repeat=3, max_duration=0, round_seconds=60)
     fixed = kind_named("fixed")

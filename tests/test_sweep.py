@@ -17,7 +17,7 @@ from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.errors import ProfileError
-from tkbench.sweep import FILE, MODES, combinations
+from tkbench.kinds.sweep import FILE, MODES, combinations, own
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume
 
@@ -39,10 +39,10 @@ def test_the_bundled_sweep_runs_every_combination_within_64_mib_of_buffers() -> 
     (test,) = plan.tests
     spec = test.spec
     assert [size // K for size in spec.block_sizes] == [8 << i for i in range(12)]
-    assert spec.buffer_counts == (1, 2, 4, 8, 16)
-    assert spec.modes == tuple(MODES)
+    assert own(spec).buffer_counts == (1, 2, 4, 8, 16)
+    assert own(spec).modes == tuple(MODES)
     # 12 x 5 = 60 combinations; 8M x 16, 16M x 8, 16M x 16 exceed 64 MiB
-    run, skipped = combinations(spec.block_sizes, spec.buffer_counts, 64 * M)
+    run, skipped = combinations(spec.block_sizes, own(spec).buffer_counts, 64 * M)
     assert skipped == [(8 * M, 16), (16 * M, 8), (16 * M, 16)]
     assert (16 * M, 4) in run and (4 * M, 16) in run  # exactly 64 MiB: run
     assert len(test.points) == 57 * 5

@@ -21,11 +21,11 @@ from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis.vfile import vfile_of
 from tkbench.errors import InputError, ProfileError
+from tkbench.kinds.vfile import FILE
 from tkbench.records import Round, TestPlan
 from tkbench.records.base import dump
 from tkbench.runs import check_drop_caches
 from tkbench.store import load_run
-from tkbench.vfile import FILE
 from tkbench.volume import VolumeTarget
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume

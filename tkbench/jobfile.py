@@ -431,7 +431,7 @@ def round_jobfile(
         extra["end_fsync"] = True
     if test.spec.sync:
         extra["sync"] = True  # O_SYNC: a write returns once its data is on the device
-    if test.spec.nodes:
+    if test.node_size:
         # a virtual-file test's database file is laid out with data (not only
         # allocated) before its first point, also when that point writes
         extra["overwrite"] = True

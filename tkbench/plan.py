@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import cache, copyplan, procedures, sweep, vfile
-from .analysis.kinds import kind_named
-from .planned import PlannedTest, Point, Precondition, TargetInfo
-from .profile import Acceptance, Mix, Profile, TestSpec, size_label
+from . import cache, kinds
+from .analysis.stoprules import kind_named
+from .kinds.basic import HISTOGRAM_BS, histogram_point
+from .planned import (
+    PlannedTest,
+    Point,
+    Precondition,
+    TargetInfo,
+    precondition_bytes,
+    workload_independent,
+)
+from .profile import Acceptance, Profile, size_label
 from .records.base import dump
 from .units import format_duration, format_size, human_bytes
+
+# planning helpers that lived here, kept importable from tkbench.plan
+__all__ = ["HISTOGRAM_BS", "Point", "histogram_point", "precondition_bytes"]
+__all__ += ["Plan", "build", "describe", "pattern_text", "to_json", "workload_independent"]
+__all__ += ["PlannedTest", "Precondition", "TargetInfo", "volume_profile", "volume_usable"]
+__all__ += ["active_range_bytes"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +56,6 @@ def active_range_bytes(capacity: int, percent: float, align: int) -> int:
     return raw - raw % align
 
 
-def precondition_bytes(capacity: int, multiple: float, unit: int) -> int:
-    """Bytes of workload-independent preconditioning: ``multiple`` times the user
-    capacity (PTS: "Write 2X User Capacity ... writing to the entire ActiveRange"),
-    rounded up to whole ``unit`` (block size x jobs, so every job writes the same
-    whole number of blocks)."""
-    want = math.ceil(capacity * multiple)
-    return -(-want // unit) * unit
-
-
 def build(profile: Profile, target: TargetInfo) -> Plan:
     """Expand a profile for a target into the exact plan."""
     if target.capacity <= 0:
@@ -65,121 +70,27 @@ def build(profile: Profile, target: TargetInfo) -> Plan:
     tests: list[PlannedTest] = []
     active_all = 0
     for spec in profile.tests:
-        if spec.kind == "copy":  # file sets copied within a volume (no fio)
-            tests.append(copyplan.planned_test(spec, volume_notes.get(spec.name, ())))
-            continue
-        active = active_range_bytes(target.capacity, spec.workload.active_range, align)
-        if spec.file_size:  # a volume benchmark: each job's own test file
-            active = spec.file_size
-        if active <= 0:
-            raise ValueError(
-                f"test {spec.name}: the ActiveRange of {human_bytes(target.capacity)} "
-                f"at {spec.workload.active_range:g} % is smaller than {format_size(align)}"
-            )
-        active_all = max(active_all, active)
-        if spec.procedure:  # a test of several stages
-            staged, skipped = procedures.stages(
-                spec,
-                active,
-                sector,
-                workload_independent(spec, profile, target.capacity, spec.block_sizes[0]),
-                volume_notes.get(spec.name, ()),
-            )
-            tests.extend(staged)
-            notes.extend(skipped)
-            continue
-        if spec.modes:  # a bulk-I/O sweep on one shared file
-            tests.append(sweep.planned_test(spec, active, volume_notes.get(spec.name, ())))
-            continue
-        if spec.nodes:  # a virtual-file test: one shared database file
-            tests.append(vfile.planned_test(spec, active, volume_notes.get(spec.name, ())))
-            continue
-        block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
-        test_notes: list[str] = []
-        dropped = [bs for bs in spec.block_sizes if bs % sector]
-        if dropped:
-            test_notes.append(
-                f"{', '.join(format_size(b) for b in dropped)} point(s) dropped: the device's "
-                f"logical sector is {sector} bytes"
-            )
-        if not block_sizes:
-            notes.append(f"test {spec.name} skipped: no block size fits {sector}-byte sectors")
-            continue
-        groups = [(bs,) for bs in block_sizes] if spec.split_block_sizes else [block_sizes]
-        for group in groups:
-            name = spec.name if len(groups) == 1 else f"{spec.name}-{format_size(group[0])}"
-            title = spec.title if len(groups) == 1 else f"{spec.title} {format_size(group[0])}"
-            tracking = tuple(t for t in spec.tracking if t.bs in group)
-            lost = [t for t in spec.tracking if t.bs not in group and t.bs in dropped]
-            group_notes = list(test_notes) + list(volume_notes.get(spec.name, ()))
-            if lost:
-                group_notes.append(
-                    "tracking variable(s) "
-                    + ", ".join(t.label for t in lost)
-                    + " cannot be measured on this device"
+        typ = kinds.of_spec(spec)
+        active = 0
+        if typ.addresses_target:
+            active = active_range_bytes(target.capacity, spec.workload.active_range, align)
+            if spec.file_size:  # a volume benchmark: each job's own test file
+                active = spec.file_size
+            if active <= 0:
+                raise ValueError(
+                    f"test {spec.name}: the ActiveRange of {human_bytes(target.capacity)} "
+                    f"at {spec.workload.active_range:g} % is smaller than {format_size(align)}"
                 )
-            if kind_named(spec.kind).has_steady_state and not tracking:
-                notes.append(f"test {name} skipped: none of its tracking variables can be measured")
-                continue
-            bss, folded = procedures.bssplit_text(spec.bssplit, sector)
-            group_notes += folded
-            points = tuple(
-                Point(
-                    index=i,
-                    bs=bs,
-                    mix=mix,
-                    pattern=spec.pattern,
-                    numjobs=spec.workload.numjobs,
-                    iodepth=spec.workload.iodepth,
-                    runtime=spec.point_runtime,
-                    bssplit=bss,
-                    zones=procedures.zones_text(spec.zones) if spec.zones else "",
-                    cache="" if spec.cache == "as-is" else spec.cache,
-                )
-                # PTS test loop order: R/W mix outer, block size inner
-                for i, (bs, mix) in enumerate((bs, mix) for mix in spec.mixes for bs in group)
-            )
-            pre = workload_independent(spec, profile, target.capacity, group[0])
-            tests.append(
-                PlannedTest(
-                    name=name,
-                    spec=spec,
-                    title=title,
-                    purge=spec.purge,
-                    precondition=pre,
-                    points=points,
-                    tracking=tracking,
-                    active_bytes=active,
-                    notes=tuple(group_notes),
-                    histogram_point=histogram_point(spec, sector),
-                )
-            )
+            active_all = max(active_all, active)
+        ctx = kinds.Context(
+            profile, target.capacity, sector, active, volume_notes.get(spec.name, ())
+        )
+        planned, skipped = typ.expand(spec, ctx)
+        tests.extend(planned)
+        notes.extend(skipped)
     if not tests:
         raise ValueError("no test of the profile can run on this target")
     return Plan(profile, target, active_all, tuple(tests), tuple(notes))
-
-
-def workload_independent(
-    spec: TestSpec, profile: Profile, capacity: int, bs: int
-) -> Precondition | None:
-    """A test's workload-independent preconditioning (None: it has none); ``bs``: the
-    test's block size, for ``precondition_bs = "match"``."""
-    if not spec.precondition or profile.precondition.capacity_multiple <= 0:
-        return None
-    pbs = spec.precondition_bs
-    if pbs is None or (pbs == 0 and not bs):
-        pbs = profile.precondition.bs
-    elif pbs == 0:
-        pbs = bs
-    return Precondition(
-        total_bytes=precondition_bytes(
-            capacity, profile.precondition.capacity_multiple, pbs * spec.workload.numjobs
-        ),
-        bs=pbs,
-        numjobs=spec.workload.numjobs,
-        iodepth=spec.workload.iodepth,
-        max_duration=profile.precondition.max_duration,
-    )
 
 
 def volume_usable(free: int, reserve: int) -> int:
@@ -197,17 +108,16 @@ def volume_profile(
     one test are removed before the next starts, so each test must fit on its own.
     Returns the fitted profile and the notes per test.  Raises ValueError (one line,
     with the numbers) when it cannot run."""
-    import dataclasses
-
     vol = profile.volume
     usable = volume_usable(target.free, vol.reserve)
     specs = []
     all_notes: dict[str, tuple[str, ...]] = {}
     for spec in profile.tests:
-        if spec.kind == "copy":  # its sources and one copy, not files per job
-            copy_spec, copy_notes = copyplan.fit(spec, usable, target.free, vol)
-            specs.append(copy_spec)
-            all_notes[spec.name] = tuple(copy_notes)
+        typ = kinds.of_spec(spec)
+        own = typ.fit_volume(spec, usable, target.free, vol)
+        if own is not None:  # the type's own rule (a copy test's sources and one copy)
+            specs.append(own[0])
+            all_notes[spec.name] = tuple(own[1])
             continue
         wl = spec.workload
         notes: list[str] = []
@@ -220,8 +130,8 @@ def volume_profile(
                 )
             wl = dataclasses.replace(wl, direct=False)
             notes.append("buffered I/O: the filesystem does not support O_DIRECT")
-        # one file per job; a sweep's or virtual-file test's jobs share one
-        jobs = 1 if spec.modes or spec.nodes else wl.numjobs
+        # one file per job, or one the jobs share (a sweep's, a virtual file's)
+        jobs = wl.numjobs if typ.files_per_job else 1
         size = spec.file_size
         bs = max(spec.block_sizes)
         if jobs * size > usable:
@@ -245,25 +155,6 @@ def volume_profile(
     return dataclasses.replace(profile, tests=tuple(specs)), all_notes
 
 
-HISTOGRAM_BS = 4096  # PTS: the response-time histogram is of 4 KiB random writes
-
-
-def histogram_point(spec: TestSpec, sector: int) -> Point | None:
-    """The response-time histogram phase of a test: 4 KiB random writes (100 %) at
-    the test's load for ``response_histogram`` seconds; None when it has none."""
-    if spec.response_histogram <= 0 or HISTOGRAM_BS % sector:
-        return None
-    return Point(
-        index=0,
-        bs=HISTOGRAM_BS,
-        mix=Mix.parse("0/100"),
-        pattern="random",
-        numjobs=spec.workload.numjobs,
-        iodepth=spec.workload.iodepth,
-        runtime=spec.response_histogram,
-    )
-
-
 def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
     """A human-readable description of the plan, as ``tkbench plan`` prints it."""
     p = plan.profile
@@ -279,13 +170,14 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
         wl = s.workload
         lines.append("")
         lines.append(f"Test {t.name}: {t.title} [{s.kind}]")
-        if s.kind == "copy":
-            lines += copyplan.describe(t)
+        typ = kinds.of_spec(s)
+        own = typ.describe(t)
+        if own is not None:  # the type's own lines (a copy test's)
+            lines += own
             lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
             lines += [f"  note      {note}" for note in t.notes]
             continue
-        depth = "the buffer counts below" if s.modes else wl.iodepth  # a sweep's own
-        jobs = "/".join(map(str, s.thread_counts)) if s.nodes else f"{wl.numjobs}"  # vfile: each
+        jobs, depth = typ.load_words(t)
         lines.append(
             f"  load      {jobs} job(s) x queue depth {depth}, ActiveRange "
             f"{wl.active_range:g} %, {pattern_text(wl.data_pattern, wl.compress_percentage)} "
@@ -295,7 +187,7 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             sync = f", fsync after every {s.fsync} write(s)" if s.fsync else ""
             sync += ", write-through (O_SYNC)" if s.sync else ""
             lines.append(
-                f"  files     {1 if s.modes or s.nodes else wl.numjobs} x "
+                f"  files     {wl.numjobs if typ.files_per_job else 1} x "
                 f"{human_bytes(t.active_bytes)} in the working "
                 f"directory, {wl.ioengine} engine{sync}" + (", end_fsync" if s.end_fsync else "")
             )
@@ -326,12 +218,9 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
                 f"  intervals each round repeats its point {s.intervals} times; the tracking "
                 f"variable reads the {s.tracking_interval} (the others are listed once)"
             )
-        if s.modes:
-            lines += sweep.describe(t)
-        if s.nodes:
-            lines += vfile.describe(t)
+        lines += typ.detail_lines(t)
         for pt in t.points:
-            if (pt.role == "interval" and s.intervals > 1) or pt.role == sweep.ROLE:
+            if (pt.role == "interval" and s.intervals > 1) or not typ.lists_point(pt):
                 continue
             load = f"T{pt.numjobs}/Q{pt.iodepth}"
             extra = [x for x in (pt.tag, "not measured" if pt.role == "prewrite" else "") if x]

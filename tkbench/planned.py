@@ -1,17 +1,21 @@
 """The planning model: a planned test, its workload points, its preconditioning,
 and what planning knows of a target.  :mod:`tkbench.plan` builds them from a
-profile (:mod:`tkbench.procedures` for tests of several stages); the engine runs
+profile (:mod:`tkbench.kinds.staged` for tests of several stages); the engine runs
 them."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from .analysis.kinds import RoundSpec, kind_named
-from .profile import Mix, TestSpec, Tracking, size_label
+from .analysis.stoprules import RoundSpec, kind_named
 from .records import Limits, OperatingPoint, PlannedPoint, PreconditionPlan, TestPlan, Workload
-from .units import format_size
+from .units import format_size, size_label
+
+if TYPE_CHECKING:  # the profile's model; planning needs no profile at run time
+    from .profile.model import Mix, Profile, Share, TestSpec, Tracking
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class Point:
     fadvise: str = ""  # fio fadvise_hint ("": fio's default)
     file: str = ""  # fio filename: one test file shared by the test's points ("": one per job)
     tag: str = ""  # what sets the point apart from others of its block size and mix
-    # a copy test's point (tkbench.copyplan): its file set, data pattern, files and bytes
+    # a copy test's point (tkbench.kinds.copy): its file set, data pattern, files and bytes
     copy_set: str = ""
     data: str = ""
     files: int = 0
@@ -127,15 +131,18 @@ class PlannedTest:
     # after the rounds: 4k random writes at the test's load with the full latency
     # histogram (the profile's response_histogram; None: no such phase)
     histogram_point: Point | None = None
-    # a stage of a test of several stages (tkbench.procedures)
+    # a stage of a test of several stages (tkbench.kinds.staged)
     stage: str = ""
     # the stage whose measurement window chooses this stage's points when it starts
-    # (tkbench.procedures.operating_points); until then ``points`` are placeholders
+    # (tkbench.kinds.staged.common.operating_points); until then ``points`` are placeholders
     derive_from: str = ""
     operating: tuple[OperatingPoint, ...] = ()
     # seconds of work before the rounds that is no preconditioning (a copy test's
     # sources), for the estimate
     setup_seconds: float = 0.0
+    # a virtual-file test (tkbench.kinds.vfile): bytes per node of its database file, which
+    # fio lays out with data before the first point (0: no such file)
+    node_size: int = 0
 
     @classmethod
     def on_own_files(
@@ -145,6 +152,7 @@ class PlannedTest:
         active_bytes: int,
         notes: tuple[str, ...] = (),
         setup_seconds: float = 0.0,
+        node_size: int = 0,
     ) -> PlannedTest:
         """A test of a volume benchmark built by its own planner (a bulk-I/O sweep, a
         virtual file, a copy test): on its own files, so no purge and no
@@ -160,6 +168,7 @@ class PlannedTest:
             active_bytes=active_bytes,
             notes=notes,
             setup_seconds=setup_seconds,
+            node_size=node_size,
         )
 
     @property
@@ -261,8 +270,70 @@ class PlannedTest:
             operating=self.operating,
             repeat_until=self.spec.repeat_until,
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
-            node_size=self.spec.node_size if self.spec.nodes else 0,
+            node_size=self.node_size,
         )
+
+
+def precondition_bytes(capacity: int, multiple: float, unit: int) -> int:
+    """Bytes of workload-independent preconditioning: ``multiple`` times the user
+    capacity (PTS: "Write 2X User Capacity ... writing to the entire ActiveRange"),
+    rounded up to whole ``unit`` (block size x jobs, so every job writes the same
+    whole number of blocks)."""
+    want = math.ceil(capacity * multiple)
+    return -(-want // unit) * unit
+
+
+def workload_independent(
+    spec: TestSpec, profile: Profile, capacity: int, bs: int
+) -> Precondition | None:
+    """A test's workload-independent preconditioning (None: it has none); ``bs``: the
+    test's block size, for ``precondition_bs = "match"``."""
+    if not spec.precondition or profile.precondition.capacity_multiple <= 0:
+        return None
+    pbs = spec.precondition_bs
+    if pbs is None or (pbs == 0 and not bs):
+        pbs = profile.precondition.bs
+    elif pbs == 0:
+        pbs = bs
+    return Precondition(
+        total_bytes=precondition_bytes(
+            capacity, profile.precondition.capacity_multiple, pbs * spec.workload.numjobs
+        ),
+        bs=pbs,
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        max_duration=profile.precondition.max_duration,
+    )
+
+
+def bssplit_text(shares: Sequence[Share], sector: int) -> tuple[str, list[str]]:
+    """fio's ``bssplit`` for ``shares``; sizes the device cannot address (below or
+    not a multiple of its logical sector) are folded into the smallest size it
+    can, with a note saying so."""
+    if not shares:
+        return "", []
+    out: dict[int, float] = {}
+    folded = []
+    fits = sorted(int(s.value) for s in shares if int(s.value) % sector == 0)
+    for s in shares:
+        bs = int(s.value)
+        if bs % sector:
+            to = next((f for f in fits if f > bs), sector)
+            folded.append(f"{format_size(bs)} ({s.pct:g} %)")
+            bs = to
+        out[bs] = out.get(bs, 0.0) + s.pct
+    notes = []
+    if folded:
+        notes.append(
+            f"block sizes {', '.join(folded)} folded into {format_size(min(out))}: the "
+            f"device's logical sector is {sector} bytes"
+        )
+    return ":".join(f"{bs}/{pct:g}" for bs, pct in out.items()), notes
+
+
+def zones_text(zones: Sequence[Share]) -> str:
+    """fio's ``random_distribution`` for LBA zones (access % / range %)."""
+    return "zoned:" + ":".join(f"{z.pct:g}/{z.value:g}" for z in zones)
 
 
 @dataclass(frozen=True)

@@ -5,23 +5,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import cacherecord
+from . import cacherecord, kinds
 from .analysis import TestAnalysis, analyze_test
 from .analysis.conformance import judge_run
-from .analysis.copy import copy_rows
-from .analysis.kinds import kind_named
 from .analysis.pts import Judgement
 from .analysis.repeat import point_repeatability, until_standing
-from .analysis.sweep import sweep_of
-from .analysis.vfile import vfile_of
+from .analysis.stoprules import kind_named
 from .analysis.window import DIRECTIONS, DirMean
 from .cache import states_of
 from .device.writecache import WriteCacheRecord
 from .device.writecache import describe as write_cache_text
+from .kinds.words import num as _num
+from .kinds.words import repeat_text as _repeat_text
 from .partsummary import stage_parts, test_parts
 from .records.base import dump
 from .store import RunData, TestData
-from .units import format_duration, format_size, human_bytes
+from .units import format_duration, human_bytes
 
 
 def test_summary(t: TestData) -> dict[str, Any]:
@@ -59,15 +58,9 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["cache"] = states
     if plan.workload.data_pattern == "compressible":
         out["compress_percentage"] = plan.workload.compress_percentage
-    sweep = sweep_of(plan, t.rounds)
-    vfile = vfile_of(plan, t.rounds)
-    copies = copy_rows(plan, t.rounds)
-    if copies is not None:  # by file set and data pattern: MB/s and seconds per run
-        out["copies"] = [c.to_dict() for c in copies]
-    elif sweep is not None:  # its cells: by mode, size and count, not by point key
-        out["sweep"] = sweep.to_dict()
-    elif vfile is not None:  # its cells: by operation, threads and cache state
-        out["vfile"] = vfile.to_dict()
+    own = kinds.of_plan(plan).summary(t)  # the type's own part (a sweep's cells, ...)
+    if own is not None:
+        out.update(own)
     elif a.kind == "fixed" and t.rounds:
         out["points"] = repeat_points(t)
     until = until_standing(plan, t.rounds)
@@ -167,11 +160,6 @@ def _cache_text(data: dict[str, Any] | None) -> str:
     return write_cache_text(WriteCacheRecord.from_dict(data) if data else None)
 
 
-def _num(x: float) -> str:
-    """4 significant digits with thousands separators: 81,978 / 1,701 / 0.08676."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
-
-
 def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
@@ -234,13 +222,8 @@ def format_summary(s: dict[str, Any]) -> str:
             lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
         if t.get("repeat_until"):
             lines.append(f"  {t['repeat_until']['text']}")
-        if t.get("sweep"):
-            lines += _sweep_lines(t["sweep"])
-        for c in t.get("copies", []):
-            lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {_repeat_text(c)}")
-            lines.append(f"  {'':<16} seconds per copy: mean {_num(c['seconds']['mean'])}")
-        if t.get("vfile"):
-            lines += _vfile_lines(t["vfile"])
+        for typ in kinds.TYPES:  # each type's lines of its own keys
+            lines += typ.summary_lines(t)
         for h in t.get("hosts", []):
             lines.append(
                 f"  host {h['host']}, {h['label']}: IOPS {_num(h['iops'])} "
@@ -248,48 +231,3 @@ def format_summary(s: dict[str, Any]) -> str:
                 f"mean {_num(h['lat_mean_ms'])} ms"
             )
     return "\n".join(lines)
-
-
-def _sweep_lines(sw: dict[str, Any]) -> list[str]:
-    """A bulk-I/O sweep for people: the best combination per direction and per mode,
-    against one 128 KiB buffer (show --json has every cell)."""
-
-    def best(label: str, b: dict[str, Any]) -> str:
-        text = (
-            f"  {label:<34} {_num(b['mb_s'])} MB/s with {b['buffer_count']} x "
-            f"{format_size(b['buffer_size'])}"
-        )
-        if b["gain_pct"] is not None:
-            text += f", {b['gain_pct']:+.0f} % against 1 x 128k ({_num(b['default']['mb_s'])})"
-        return text
-
-    lines = [best(f"best {d} ({b['mode']})", b) for d, b in sw["best"].items()]
-    return lines + [best(m["mode"], m["best"]) for m in sw["modes"]]
-
-
-def _vfile_lines(vf: dict[str, Any]) -> list[str]:
-    """A virtual-file test for people: nodes/s (and MB/s) per operation and thread
-    count, cold (min) and warm (max)."""
-    lines = [
-        f"  {vf['nodes']:,} nodes of {vf['node_size']} bytes, pages of "
-        f"{format_size(vf['page_size'])}; nodes/s (MB/s)"
-    ]
-    for r in vf["rows"]:
-        cells = [
-            f"{state} {_num(r[state]['nodes_s'])} ({_num(r[state]['mb_s'])})"
-            for state in ("cold", "warm")
-            if state in r
-        ]
-        lines.append(f"  {r['title'] + ', ' + str(r['threads']) + ' thr.':<30} " + "; ".join(cells))
-    return lines
-
-
-def _repeat_text(p: dict[str, Any]) -> str:
-    """A repeated point for people: runs, mean, deviation (MiB/s)."""
-    runs = ", ".join(_num(x) for x in p["runs"])
-    text = f"{p['unit']}: runs {runs}; mean {_num(p['mean'])}, deviation ±{_num(p['mean_abs_dev'])}"
-    if p["mean_abs_dev_pct"] is not None:
-        text += f" ({p['mean_abs_dev_pct']:.1f} %)"
-    if p["ci95"] is not None:
-        text += f", 95 % CI [{_num(p['ci95'][0])}, {_num(p['ci95'][1])}]"
-    return text

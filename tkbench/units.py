@@ -55,6 +55,15 @@ def format_size(n: float) -> str:
     return str(n)
 
 
+# the block size of a point of several block sizes (``bssplit``): 0, shown as "composite"
+COMPOSITE = 0
+
+
+def size_label(bs: int) -> str:
+    """A point's block size as people read it ("4k"; "composite" for a block-size mix)."""
+    return "composite" if bs == COMPOSITE else format_size(bs)
+
+
 def human_bytes(n: float, decimal: bool = False) -> str:
     """``1.50 GiB`` (binary) or ``1.61 GB`` (decimal) for capacities."""
     base = 1000.0 if decimal else 1024.0

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from ..records import Round
 from ..store import RunData, TestData
 from .headline import better_is_higher, headline, test_headline
-from .kinds import KINDS, TestKind, kind_of, test_result
 from .segments import last_segment, reached, segment_of, segment_verdicts
 from .steady import Verdict, evaluate
+from .stoprules import KINDS, TestKind, kind_of, test_result
 from .window import (
     PointMean,
     point_means,

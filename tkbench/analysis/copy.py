@@ -1,4 +1,4 @@
-"""A copy test's results (tkbench.copyplan, tkbench.copyrun): per file set and data
+"""A copy test's results (tkbench.kinds.copy, tkbench.kinds.copyrun): per file set and data
 pattern, every run's MB/s (10^6 bytes/s: the set's bytes / the seconds of its copy)
 and seconds, with their repeatability (pure)."""
 
@@ -8,11 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..copyplan import ROLE, TITLES
 from ..records import Round, TestPlan
 from .repeat import Repeatability, repeatability
 
 MB = 1e6
+ROLE = "copy"
+NAMES = {"iso": "ISO", "program": "Program", "game": "Game"}
+TITLES = {
+    "iso": "ISO (large files)",
+    "program": "Program (many small files in folders)",
+    "game": "Game (small and large files)",
+}
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class TestRequirement:
 
     name: str  # the profile's test section that runs it
     title: str
-    kind: str  # steady | saturation (tkbench.analysis.kinds)
+    kind: str  # steady | saturation (tkbench.analysis.stoprules)
     pattern: str  # random | sequential
     block_sizes: tuple[int, ...]  # the inner loop, in its order (largest first)
     mixes: tuple[int, ...]  # read percentages: the outer loop, in its order

@@ -1,4 +1,4 @@
-"""What the stages of the tests beyond the basic four measured (tkbench.procedures):
+"""What the stages of the tests beyond the basic four measured (tkbench.kinds.staged):
 host idle recovery's wait states, cross-stimulus recovery's transitions, and the
 demand-intensity grid with its operating points.  Pure functions of stored rounds.
 
@@ -27,9 +27,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..profile import size_label
 from ..records import OperatingPoint, PointResult, Round, Series
-from .window import pooled_percentiles
+from ..store import TestData
+from ..units import size_label
+from .window import pooled_percentiles, window, window_records
 
 SETTLE_SAMPLES = 5  # samples at a group's end whose mean is its settled level
 
@@ -273,3 +274,14 @@ def operating_results(chosen: Sequence[OperatingPoint], rnd: Round | None) -> li
             )
         )
     return out
+
+
+def steady_iops(tests: Sequence[TestData], spec: str) -> float | None:
+    """The steady-state IOPS of a procedure's preconditioning stage (its window mean
+    of the tracking variable; None before it has rounds)."""
+    pre = next((x for x in tests if x.plan.spec == spec and x.plan.stage == "precondition"), None)
+    if pre is None or not pre.rounds or not pre.plan.tracking:
+        return None
+    label = pre.plan.tracking[0]
+    values = [r.tracking[label] for r in window_records(pre.rounds, window(pre))]
+    return math.fsum(values) / len(values) if values else None

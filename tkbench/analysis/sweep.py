@@ -1,4 +1,4 @@
-"""A bulk-I/O sweep's results (tkbench.sweep): MB/s of every buffer size x buffer
+"""A bulk-I/O sweep's results (tkbench.kinds.sweep): MB/s of every buffer size x buffer
 count per mode, the best combination per mode, per direction and overall, and how
 much the best beats the commonest default, one 128 KiB buffer at a time (pure).
 
@@ -15,7 +15,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Round, TestPlan
-from ..sweep import MODES, ROLE, mode_of
+
+ROLE = "sweep"
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    title: str
+    read: bool
+    direct: bool
+    fadvise: str  # fio fadvise_hint
+
+    @property
+    def direction(self) -> str:
+        return "read" if self.read else "write"
+
+
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode("unbuffered-read", "Unbuffered read", True, True, "0"),
+        Mode("unbuffered-write", "Unbuffered write", False, True, "0"),
+        Mode("unbuffered-seq-read", "Unbuffered sequential read", True, True, "sequential"),
+        Mode("unbuffered-seq-write", "Unbuffered sequential write", False, True, "sequential"),
+        Mode("buffered-seq-read", "Buffered sequential read", True, False, "sequential"),
+    )
+}
+
+
+def mode_of(label: str) -> Mode:
+    """The mode of a stored sweep point, from its label (``"128k 100/0 x4 MODE"``)."""
+    name = label.rsplit(" ", 1)[-1]
+    try:
+        return MODES[name]
+    except KeyError:
+        raise ValueError(f"sweep point {label!r} names no mode") from None
+
 
 MB = 1e6
 DEFAULT = (128 * 1024, 1)  # (buffer size, buffer count): the commonest default, 1 x 128K

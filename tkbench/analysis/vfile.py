@@ -1,4 +1,4 @@
-"""A virtual-file test's results (tkbench.vfile): nodes per second and MB/s of every
+"""A virtual-file test's results (tkbench.kinds.vfile): nodes per second and MB/s of every
 operation x thread count x cache state, laid out as CloudGraph publishes them: a row
 per operation and thread count, the cold cache its minimum and the warm its maximum
 (pure).
@@ -15,7 +15,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Round, TestPlan
-from ..vfile import OPERATIONS, ROLE, operation_of
+
+ROLE = "vfile"
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    title: str
+    read: bool
+    pattern: str  # random | sequential
+
+    @property
+    def direction(self) -> str:
+        return "read" if self.read else "write"
+
+
+OPERATIONS: dict[str, Operation] = {
+    o.name: o
+    for o in (
+        Operation("random-write", "Random write", False, "random"),
+        Operation("random-read", "Random read", True, "random"),
+        Operation("sequential-write", "Sequential write", False, "sequential"),
+        Operation("sequential-read", "Sequential read", True, "sequential"),
+    )
+}
+
+
+def operation_of(pattern: str, read_pct: int) -> Operation:
+    """The operation of a stored point, from its pattern and mix."""
+    for o in OPERATIONS.values():
+        if o.pattern == pattern and (read_pct == 100) == o.read:
+            return o
+    raise ValueError(f"no virtual-file operation is {pattern} {read_pct}/{100 - read_pct}")
+
 
 MB = 1e6
 

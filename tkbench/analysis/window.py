@@ -21,8 +21,8 @@ from ..fiojson import percentile_from_bins
 from ..records import Direction, PointResult, Round
 from ..store import TestData
 from ..vocab import MB, MS, metric
-from .kinds import kind_of
 from .segments import last_segment
+from .stoprules import kind_of
 
 DIRECTIONS = ("read", "write")
 
@@ -43,7 +43,7 @@ def window_records(rounds: Sequence[Round], rounds_in_window: Iterable[int]) -> 
 
 def find_point(record: Round, bs: int, read_pct: int) -> PointResult | None:
     """A round's point of ``bs`` and ``read_pct``: of several, the one a tracking
-    variable reads (role "", tkbench.procedures)."""
+    variable reads (role "", tkbench.kinds.staged)."""
     for p in record.points:
         if p.bs == bs and p.read_pct == read_pct and not p.role:
             return p

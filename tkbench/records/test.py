@@ -91,7 +91,7 @@ class TestPlan(Record):
     VERSION = 3
     __test__ = False  # not a pytest test class, whatever its name
 
-    kind: str  # steady | saturation | fixed (tkbench.analysis.kinds)
+    kind: str  # steady | saturation | fixed (tkbench.analysis.stoprules)
     points: tuple[PlannedPoint, ...]
     name: str = ""
     spec: str = ""  # the profile's test section it came from

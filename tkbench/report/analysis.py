@@ -31,6 +31,7 @@ from ..analysis import TestAnalysis, analyze_run, analyze_test
 from ..analysis.confidence import histogram_phase
 from ..analysis.hosts import host_means
 from ..analysis.thermal import temperature_of
+from ..kinds import of_plan
 from ..records import Checks, TargetRecord
 from ..store import RunData, TestData
 from ..vocab import metric as metric_of
@@ -44,9 +45,9 @@ from .procedure import health_rows, outcome, parameters
 from .repeats import recipe_table, repeat_part
 from .rounds import convergence, determination, queue_check, round_rows
 from .sections import section_for
-from .sweep import is_sweep, sweep_report
+from .sweep import sweep_report
 from .tables import blank_note, histograms, latency_rows, matrices_for, percentile_names
-from .vfile import is_vfile, vfile_report
+from .vfile import vfile_report
 
 
 def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
@@ -91,9 +92,9 @@ def test_report(
     if sat is not None:
         verdict = saturation.verdict(sat)
     names = percentile_names(plan, means) if metric == "lat_mean" else ()
-    sweep = is_sweep(plan) or is_vfile(plan)  # their cells: their own parts (.sweep, .vfile)
-    per_point = section.per_point and not sweep
-    tables = section.matrices and not sweep
+    own = of_plan(plan).own_tables  # cells of their own tables (.sweep, .vfile), not points
+    per_point = section.per_point and not own
+    tables = section.matrices and not own
     latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
     queue_note, queue_warn = queue_check(plan, records) if tables else ("", False)
     repeat = repeat_part(t)

@@ -1,4 +1,4 @@
-"""A copy test's part of its chapter (tkbench.copyplan): one row per file set and data
+"""A copy test's part of its chapter (tkbench.kinds.copy): one row per file set and data
 pattern with every run's MB/s, their mean and deviation, and the seconds per copy.
 
 :func:`copy_report` turns :mod:`tkbench.analysis.copy`'s rows into what the template
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.copy import CopyRow, copy_rows
-from ..copyplan import NAMES
+from ..analysis.copy import NAMES, CopyRow, copy_rows
 from ..store import TestData
 from . import fmt
 

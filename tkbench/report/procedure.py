@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import cache
+from ..analysis.copy import TITLES as COPY_SETS
 from ..analysis.segments import last_segment, segment_of
-from ..copyplan import TITLES as COPY_SETS
 from ..plan import pattern_text
 from ..records import Precondition, Purge, TestPlan
 from ..store import TestData

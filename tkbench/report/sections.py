@@ -1,6 +1,6 @@
 """What the report shows of each kind of test (pure).
 
-A kind of test (:mod:`tkbench.analysis.kinds`: steady state, write saturation, fixed
+A kind of test (:mod:`tkbench.analysis.stoprules`: steady state, write saturation, fixed
 repetitions) has a section here that says what its chapter holds and how it speaks:
 its verdict sentence, its stop rule in words, what it says of a preconditioning it
 does not have, how its outcome ends, and whether it shows per-point tables or a
@@ -162,7 +162,7 @@ class FixedSection(Section):
 
 
 class CopySection(FixedSection):
-    """A copy test (tkbench.copyplan): its sets' table (report/copy.py) in place of
+    """A copy test (tkbench.kinds.copy): its sets' table (report/copy.py) in place of
     the per-point tables, whose block size x mix cells would merge its sets."""
 
     kind = "copy"
@@ -187,7 +187,7 @@ Builder = Callable[[TestData, Sequence[TestData]], "stages.StagePart"]
 
 
 class StageSection(Section):
-    """A stage of a test of several stages (tkbench.procedures): its kind's verdict and
+    """A stage of a test of several stages (tkbench.kinds.staged): its kind's verdict and
     stop rule, and in place of the per-point tables (whose block size x mix cells
     would merge its loads, groups or wait states) the stage's own chapter
     (:mod:`.stages`); a preconditioning stage keeps the generic steady-state evidence."""

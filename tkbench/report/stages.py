@@ -33,9 +33,9 @@ from typing import Union
 
 from ..analysis import stages
 from ..analysis.confidence import Level
+from ..analysis.stages import steady_iops
 from ..analysis.window import merge_bins, samples_needed, window, window_records
-from ..partsummary import steady_iops
-from ..procedures import TITLES
+from ..kinds.staged.common import TITLES
 from ..records import PlannedPoint, PointResult, Round, TestPlan
 from ..store import TestData
 from ..units import format_size

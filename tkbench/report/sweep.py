@@ -1,4 +1,4 @@
-"""The bulk-I/O sweep's part of a test chapter (tkbench.sweep): the best combinations,
+"""The bulk-I/O sweep's part of a test chapter (tkbench.kinds.sweep): the best combinations,
 a heat map of MB/s over buffer size x buffer count per mode, and the full tables.
 
 :func:`sweep_report` turns :mod:`tkbench.analysis.sweep`'s result into what the
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.sweep import DEFAULT, Best, SweepResult, is_sweep, sweep_of
+from ..analysis.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
 from ..store import TestData
-from ..sweep import MODES
 from .fmt import sig
 
 __all__ = ["BestRow", "SweepReport", "SweepTable", "is_sweep", "sweep_report"]

@@ -1,4 +1,4 @@
-"""The virtual-file test's part of a test chapter (tkbench.vfile): nodes per second
+"""The virtual-file test's part of a test chapter (tkbench.kinds.vfile): nodes per second
 and MB/s per operation and thread count, the cold cache as the minimum and the warm
 as the maximum, laid out as CloudGraph publishes its Virtual File results.
 

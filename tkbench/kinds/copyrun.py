@@ -1,4 +1,4 @@
-"""The copy step of a copy test (tkbench.copyplan): the engine's runner step for a test
+"""The copy step of a copy test (tkbench.kinds.copy): the engine's runner step for a test
 of kind ``copy``, in place of fio.
 
 In the test's directory of the run's working directory (``copy/``), every file set
@@ -35,12 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cache
-from .copyplan import DIR, Layout, layout
-from .errors import DeviceError, Interrupted
-from .planned import Point
-from .profile import CopySet, TestSpec
-from .records import Direction, PlannedPoint, PointResult
+from .. import cache
+from ..errors import DeviceError, Interrupted
+from ..planned import Point
+from ..profile.model import CopySet, TestSpec
+from ..records import Direction, PlannedPoint, PointResult
+from .copy import DIR, Layout, layout, own
 
 MARKER = ".complete.json"
 DROP_CACHES = Path(cache.DROP_CACHES)  # root's; refused for others before the run (runs.py)
@@ -144,7 +144,7 @@ class CopySession:
         self.log = log
         self.stop = stop
         self.sums: dict[tuple[str, str], dict[str, str]] = {}  # (set, pattern) -> path -> hash
-        self._buf = bytearray(spec.copy_buffer)
+        self._buf = bytearray(own(spec).copy_buffer)
 
     # ------------------------------------------------------------------ sources
     def source(self, kind: str, data: str) -> Path:
@@ -159,8 +159,8 @@ class CopySession:
         try:
             self.root.mkdir(mode=0o700, exist_ok=True)
             shutil.rmtree(self.destination, ignore_errors=True)
-            for s in self.spec.sets:
-                for data in self.spec.data_patterns:
+            for s in own(self.spec).sets:
+                for data in own(self.spec).data_patterns:
                     found = self._complete(s, data)
                     if found is None:
                         self._check_stop()
@@ -231,14 +231,14 @@ class CopySession:
         ``keep``: leave the copy in :attr:`destination` until the next copy or
         :meth:`close` (to look at it)."""
         planned = point.record() if isinstance(point, Point) else point
-        s = next(x for x in self.spec.sets if x.kind == planned.copy_set)
+        s = next(x for x in own(self.spec).sets if x.kind == planned.copy_set)
         lay = layout(s)
         src = self.source(s.kind, planned.data)
         try:
             shutil.rmtree(self.destination, ignore_errors=True)
             self.cool(planned)
             seconds, reads, writes = self._timed_copy(src, lay)
-            if self.spec.verify:
+            if own(self.spec).verify:
                 self._verify(lay, self.sums[(s.kind, planned.data)], planned)
         except OSError as exc:
             raise DeviceError(
@@ -247,13 +247,13 @@ class CopySession:
         finally:
             if not keep:
                 shutil.rmtree(self.destination, ignore_errors=True)
-        return Copied(planned, seconds, reads, writes, len(lay.dirs) + 1, self.spec.verify)
+        return Copied(planned, seconds, reads, writes, len(lay.dirs) + 1, own(self.spec).verify)
 
     def cool(self, point: Point | PlannedPoint) -> None:
         """Drop the cached pages of ``point``'s sources (and with ``drop_caches`` the
         kernel's caches): the copy reads them from the drive."""
         planned = point.record() if isinstance(point, Point) else point
-        s = next(x for x in self.spec.sets if x.kind == planned.copy_set)
+        s = next(x for x in own(self.spec).sets if x.kind == planned.copy_set)
         src = self.source(s.kind, planned.data)
         for rel, _ in layout(s).files:
             drop_pages(src / rel)

@@ -1,6 +1,6 @@
 """A copy test (``kind = "copy"`` in a volume profile; the bundled ``copy``, after the
 copy benchmarks of AS SSD and NIOBench): how long the volume takes to copy sets of
-files within itself (pure planning; :mod:`tkbench.copyrun` does the copying).
+files within itself (pure planning; :mod:`tkbench.kinds.copyrun` does the copying).
 
 Three kinds of file set, each ``FILES`` files holding ``SIZE`` bytes in all:
 
@@ -27,25 +27,48 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .planned import PlannedTest, Point
-from .profile import CopySet, Mix, TestSpec, VolumeSpec
-from .units import format_duration, format_size, human_bytes
+from ..analysis.copy import ROLE, TITLES, copy_rows, is_copy
+from ..analysis.figure import DEVIATION, Figure
+from ..errors import ProfileError
+from ..planned import PlannedTest, Point
+from ..profile.model import CopySet, FamilySpec, Mix, TestSpec, VolumeSpec
+from ..units import format_duration, format_size, human_bytes
+from .base import Context, TestType
+from .words import num, repeat_text
 
-ROLE = "copy"
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..records import TestPlan
+    from ..store import TestData
+
 DIR = "copy"  # the test's directory in the run's working directory
 BLOCK = 4096  # a file's allocation is counted in blocks of this size
 # rates assumed by the estimate (bytes/s): the copy itself, and writing the sources
 COPY_RATE = 200e6
 CREATE_RATE = 400e6
 
-NAMES = {"iso": "ISO", "program": "Program", "game": "Game"}
-TITLES = {
-    "iso": "ISO (large files)",
-    "program": "Program (many small files in folders)",
-    "game": "Game (small and large files)",
-}
+
+@dataclass(frozen=True)
+class CopySpec(FamilySpec):
+    """A copy test's own keys: every file set x data pattern copied within the volume
+    with read/write through one buffer."""
+
+    sets: tuple[CopySet, ...]
+    data_patterns: tuple[str, ...]
+    copy_buffer: int = 1 << 20  # bytes of each read and write
+    verify: bool = True  # compare every copy with its source after the timing
+
+
+def own(spec: TestSpec) -> CopySpec:
+    """A copy test's own keys."""
+    if not isinstance(spec.family, CopySpec):
+        raise TypeError(f"test {spec.name} is no copy test")
+    return spec.family
 
 
 @dataclass(frozen=True)
@@ -121,21 +144,23 @@ def layout(s: CopySet) -> Layout:
 def needed(spec: TestSpec) -> int:
     """Bytes a copy test takes at most: every set once per data pattern, plus the
     largest copy."""
-    sizes = [layout(s).allocated for s in spec.sets]
-    return len(spec.data_patterns) * sum(sizes) + max(sizes)
+    cs = own(spec)
+    sizes = [layout(s).allocated for s in cs.sets]
+    return len(cs.data_patterns) * sum(sizes) + max(sizes)
 
 
 def fit(spec: TestSpec, usable: int, free: int, vol: VolumeSpec) -> tuple[TestSpec, list[str]]:
     """A copy test fitted to ``usable`` bytes: unchanged, or every set shrunk by one
     factor (file counts kept) with a note.  Raises ValueError (one line, with the
     numbers) when it cannot be fitted."""
+    cs = own(spec)
     want = needed(spec)
     if want <= usable:
         return spec, []
     shown = (
         f"test {spec.name} needs {human_bytes(want)} for its file sets "
-        f"({len(spec.data_patterns)} data pattern(s) x "
-        f"{human_bytes(sum(s.size for s in spec.sets))}, plus the largest copy), but only "
+        f"({len(cs.data_patterns)} data pattern(s) x "
+        f"{human_bytes(sum(s.size for s in cs.sets))}, plus the largest copy), but only "
         f"{human_bytes(usable)} may be used ({human_bytes(free)} free, keeping "
         f"{human_bytes(free - usable)} free)"
     )
@@ -144,9 +169,9 @@ def fit(spec: TestSpec, usable: int, free: int, vol: VolumeSpec) -> tuple[TestSp
     factor = usable / want
     for _ in range(20):  # allocation rounds up: shrink a little further until it fits
         sets = tuple(
-            dataclasses.replace(s, size=max(s.files, int(s.size * factor))) for s in spec.sets
+            dataclasses.replace(s, size=max(s.files, int(s.size * factor))) for s in cs.sets
         )
-        fitted = dataclasses.replace(spec, sets=sets)
+        fitted = dataclasses.replace(spec, family=dataclasses.replace(own(spec), sets=sets))
         if needed(fitted) <= usable:
             break
         factor *= 0.95
@@ -161,7 +186,7 @@ def fit(spec: TestSpec, usable: int, free: int, vol: VolumeSpec) -> tuple[TestSp
         )
     note = f"file sets shrunk to fit the volume ({human_bytes(free)} free): " + ", ".join(
         f"{a.kind} {human_bytes(a.size)} -> {human_bytes(b.size)}"
-        for a, b in zip(spec.sets, sets, strict=True)
+        for a, b in zip(cs.sets, sets, strict=True)
     )
     return fitted, [note]
 
@@ -173,18 +198,19 @@ def copy_seconds(s: CopySet, verify: bool) -> float:
 
 def points(spec: TestSpec) -> tuple[Point, ...]:
     """One point per file set x data pattern, set by set."""
+    cs = own(spec)
     out: list[Point] = []
-    for s in spec.sets:
-        for data in spec.data_patterns:
+    for s in cs.sets:
+        for data in cs.data_patterns:
             out.append(
                 Point(
                     index=len(out),
-                    bs=spec.copy_buffer,
+                    bs=cs.copy_buffer,
                     mix=Mix(50),
                     pattern="sequential",
                     numjobs=1,
                     iodepth=1,
-                    runtime=copy_seconds(s, spec.verify),
+                    runtime=copy_seconds(s, cs.verify),
                     role=ROLE,
                     tag=f"{s.kind} {data}",
                     copy_set=s.kind,
@@ -197,9 +223,9 @@ def points(spec: TestSpec) -> tuple[Point, ...]:
 
 
 def planned_test(spec: TestSpec, notes: tuple[str, ...] = ()) -> PlannedTest:
-    sources = len(spec.data_patterns) * sum(s.size for s in spec.sets)
+    sources = len(own(spec).data_patterns) * sum(s.size for s in own(spec).sets)
     more = list(notes)
-    if spec.verify:
+    if own(spec).verify:
         more.append("every copy is read back and compared with its source after its timing")
     if spec.drop_caches:
         more.append(
@@ -214,21 +240,22 @@ def planned_test(spec: TestSpec, notes: tuple[str, ...] = ()) -> PlannedTest:
 def describe(test: PlannedTest) -> list[str]:
     """The copy test's lines of ``tkbench plan``."""
     spec = test.spec
+    cs = own(spec)
     lines = [
-        f"  copy      each set x data pattern ({', '.join(spec.data_patterns)}) copied within "
-        f"the volume, read()/write() through one {format_size(spec.copy_buffer)} buffer",
+        f"  copy      each set x data pattern ({', '.join(cs.data_patterns)}) copied within "
+        f"the volume, read()/write() through one {format_size(cs.copy_buffer)} buffer",
         "            (never a reflink, sendfile or copy offload), timed until every copied "
         "file and folder is fsynced",
         "            before each copy the sources' cached pages are dropped (posix_fadvise)"
         + ("; then the kernel's caches (drop_caches)" if spec.drop_caches else ""),
     ]
-    for s in spec.sets:
+    for s in cs.sets:
         lay = layout(s)
         lines.append(
             f"    {s.kind:<8} {s.files} file(s) in {len(lay.dirs)} folder(s), "
             f"{human_bytes(s.size)}: {TITLES[s.kind]}"
         )
-    if spec.verify:
+    if cs.verify:
         lines.append("  verify    every copy read back and compared with its source (not timed)")
     lines.append(
         f"  sources   {human_bytes(test.active_bytes)} written before the first run, kept for "
@@ -240,3 +267,91 @@ def describe(test: PlannedTest) -> list[str]:
         f"{format_duration(test.setup_seconds + spec.repeat * test.round_seconds)}"
     )
     return lines
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A copy test (``kind = "copy"``): its file sets and data patterns; its one point
+    per set x pattern reads and writes ``copy_buffer`` bytes at a time, one file after
+    another (block size: the buffer; mix: 50/50, every byte read once and written once)."""
+    keys = ("sets", "data_patterns")
+    if t["kind"] != "copy":
+        for key in keys:
+            if t[key]:
+                raise err(f"tests.{tname}.{key}", 'belongs to a copy test (kind = "copy")')
+        return
+    if scope != "volume":
+        raise err(f"tests.{tname}.kind", 'a copy test is a volume benchmark (scope = "volume")')
+    if not t["sets"]:
+        raise err(f"tests.{tname}.sets", "a copy test needs its file sets")
+    kinds = [s.kind for s in t["sets"]]
+    if len(set(kinds)) != len(kinds):
+        raise err(f"tests.{tname}.sets", "each kind of file set at most once")
+    for key in ("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"):
+        if t[key]:
+            raise err(f"tests.{tname}.{key}", "does not apply to a copy test")
+    t["data_patterns"] = t["data_patterns"] or ("zero", "random")
+    t["block_sizes"] = (t["copy_buffer"],)
+    t["mixes"] = (Mix(50),)
+    t["pattern"] = "sequential"
+    # one file at a time through one buffer, through the page cache
+    wl.update(numjobs=1, iodepth=1, direct=False)
+    t["family"] = CopySpec(t["sets"], t["data_patterns"], t["copy_buffer"], t["verify"])
+
+
+class Copy(TestType):
+    """A copy test: file sets copied within a volume by read() and write(), not fio
+    (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
+
+    name = "copy"
+    runs_fio = False
+    addresses_target = False  # its sources and copies, not the ActiveRange
+
+    def claims(self, spec: TestSpec) -> bool:
+        return isinstance(spec.family, CopySpec)
+
+    def stored(self, plan: TestPlan) -> bool:
+        return is_copy(plan)
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        return [planned_test(spec, ctx.notes)], []
+
+    def fit_volume(
+        self, spec: TestSpec, usable: int, free: int, vol: VolumeSpec
+    ) -> tuple[TestSpec, list[str]] | None:
+        return fit(spec, usable, free, vol)  # its sources and one copy, not files per job
+
+    def describe(self, t: PlannedTest) -> list[str] | None:
+        return describe(t)
+
+    def figure_names(self, spec: TestSpec) -> set[str] | None:
+        bases = {f"{s.kind}.{d}." for s in own(spec).sets for d in own(spec).data_patterns}
+        return {b + e for b in bases for e in ("mb_s", DEVIATION)}
+
+    def figures(self, test: TestData) -> list[Figure]:
+        """MB/s per file set and data pattern, with every run's."""
+        return [
+            Figure(test.name, f"{row.copy_set}.{row.data}.mb_s", "MB/s", row.mb_s)
+            for row in copy_rows(test.plan, test.rounds) or ()
+        ]
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        # by file set and data pattern: MB/s and seconds per run
+        rows = copy_rows(test.plan, test.rounds)
+        return {} if rows is None else {"copies": [c.to_dict() for c in rows]}
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        lines = []
+        for c in t.get("copies", []):
+            lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {repeat_text(c)}")
+            lines.append(f"  {'':<16} seconds per copy: mean {num(c['seconds']['mean'])}")
+        return lines
+
+
+COPY = Copy()

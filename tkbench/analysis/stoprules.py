@@ -1,10 +1,17 @@
-"""Test kinds: what makes a steady-state test, write saturation or a fixed test differ.
+"""Stop rules: what makes a steady-state test, write saturation or a fixed test differ.
 
-A kind owns its stop rule, its measurement window, the sentence its result states and
-what a resume after an idle gap does.  The engine asks the kind when to stop; analysis
-asks it for the window; nothing else branches on a kind's name for these rules.  A new
-kind of test (host idle recovery, cross-stimulus recovery, ...) is a new class here
-and its report section.  Pure: plans and rounds are the stored records.
+A test's *kind* (``kind`` in a profile and in ``test.json``: steady, saturation,
+fixed, copy) names its stop rule, which owns its measurement window, the sentence its
+result states and what a resume after an idle gap does.  The engine asks the kind
+when to stop; analysis asks it for the window; nothing else branches on a kind's name
+for these rules.  A new stop rule is a new class here and its report section
+(:mod:`tkbench.report.sections`); a new *type* of test (a sweep, a copy test, the
+stages of a PTS test, ...) is a module of :mod:`tkbench.kinds`, whose stages choose
+among these rules.  Pure: plans and rounds are the stored records.
+
+This module was ``tkbench.analysis.kinds`` until the test types became the package
+``tkbench.kinds``; ``tkbench.analysis`` still exports ``KINDS``, ``TestKind``,
+``kind_of`` and ``test_result``.
 """
 
 from __future__ import annotations
@@ -254,8 +261,8 @@ class Fixed(TestKind):
 
 
 class Copy(Fixed):
-    """A copy test (tkbench.copyplan): ``repeat`` runs, each copying every file set x
-    data pattern once, not by fio (the engine's copy step, tkbench.copyrun)."""
+    """A copy test (tkbench.kinds.copy): ``repeat`` runs, each copying every file set x
+    data pattern once, not by fio (the engine's copy step, tkbench.kinds.copyrun)."""
 
     name = "copy"
 

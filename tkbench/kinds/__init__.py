@@ -1,0 +1,63 @@
+"""Test types: one module per type of test, and the registry that finds a test's type.
+
+=============  ==================================================================
+module         type
+=============  ==================================================================
+``basic``      the basic tests: block sizes x mixes until the stop rule ends them
+``sweep``      a bulk-I/O sweep (``modes``): buffer size x count x mode
+``copy``       a copy test (``kind = "copy"``), run by ``copyrun``, not fio
+``vfile``      a virtual-file test (``nodes``): operation x threads x cache state
+``staged/``    the tests of several stages: ``hir``, ``xsr``, ``intensity``
+               (``cbw`` and ``dirth``), with ``common``
+=============  ==================================================================
+
+:func:`of_spec` finds the type of a profile's test and :func:`of_plan` that of a
+stored one (its ``test.json``); the interface is :class:`.base.TestType`.  Adding a
+test type is a module here, its entry in :data:`TYPES`, and its templates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import basic, copy, sweep, vfile
+from .base import Context, TestType
+from .basic import BASIC
+from .copy import COPY
+from .staged import common as staged
+from .staged.hir import HIR
+from .staged.intensity import INTENSITY
+from .staged.xsr import XSR
+from .sweep import SWEEP
+from .vfile import VFILE
+
+if TYPE_CHECKING:
+    from ..profile.model import TestSpec
+    from ..records import TestPlan
+
+# asked in this order; the basic type, last, claims every test the others do not
+TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
+
+# each type's checks of a profile's test, in this order (tkbench.profile.build), and
+# the keys of its own that a TestSpec holds
+CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
+SPEC_KEYS = staged.KEYS
+
+__all__ = ["CHECKS", "SPEC_KEYS", "TYPES", "Context", "TestType", "named", "of_plan", "of_spec"]
+
+
+def of_spec(spec: TestSpec) -> TestType:
+    """The type of a profile's test."""
+    return next(t for t in TYPES if t.claims(spec))
+
+
+def of_plan(plan: TestPlan) -> TestType:
+    """The type of a stored test (its ``test.json``)."""
+    return next(t for t in TYPES if t.stored(plan))
+
+
+def named(name: str) -> TestType:
+    for t in TYPES:
+        if t.name == name:
+            return t
+    raise KeyError(name)

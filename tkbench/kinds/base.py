@@ -1,0 +1,118 @@
+"""The test-type interface: what a type of test owns, asked through one object.
+
+A test of a profile is of one *type*: a basic test (steady state, write saturation,
+fixed repetitions), a bulk-I/O sweep, a copy test, a virtual-file test, or a test of
+several stages (host idle recovery, cross-stimulus recovery, the demand-intensity
+pair of CBW and DIRTH).  Its type says how a profile's test and a stored
+``test.json`` are recognised as its, how the test expands into planned tests, what
+``tkbench plan`` says of it, how it fits a volume, which headline figures it has and
+what ``tkbench show`` adds for it.  Code outside :mod:`tkbench.kinds` asks the type
+(:func:`tkbench.kinds.of_spec`, :func:`tkbench.kinds.of_plan`) and never which type a
+test is.
+
+Not to be confused with a test's *stop rule* (``kind`` in a profile and in
+``test.json``: steady, saturation, fixed, copy; :mod:`tkbench.analysis.stoprules`),
+which every type's stages choose from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..planned import PlannedTest, Point
+
+if TYPE_CHECKING:
+    from ..analysis.figure import Figure
+    from ..profile.model import Profile, TestSpec, VolumeSpec
+    from ..records import TestPlan
+    from ..store import TestData
+
+
+@dataclass(frozen=True)
+class Context:
+    """What expanding a profile's test needs besides the test itself."""
+
+    profile: Profile
+    capacity: int  # the target's user capacity, bytes
+    sector: int  # its logical sector, bytes
+    active: int  # bytes the test addresses: the ActiveRange, or each job's test file
+    notes: tuple[str, ...] = ()  # what fitting the test to a volume changed
+
+
+class TestType:
+    """One type of test.  The defaults are a fio test of workload points."""
+
+    name = ""
+    runs_fio = True  # False: the engine runs the type's own executor in place of fio
+    addresses_target = True  # it reads and writes the target's ActiveRange or test files
+    files_per_job = True  # a volume test: one file per fio job (False: one shared file)
+    # its points are cells of its own table (keys other than block size x mix), so the
+    # per-point tables, the convergence plot and repeatability leave them out
+    own_tables = False
+
+    # ------------------------------------------------------------------ recognising
+    def claims(self, spec: TestSpec) -> bool:
+        """Whether a profile's test is of this type."""
+        raise NotImplementedError
+
+    def stored(self, plan: TestPlan) -> bool:
+        """Whether a stored test (its ``test.json``) is of this type."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ planning
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        """The planned tests of a profile's test, and plan notes (a test that cannot run
+        on this target is left out with a note)."""
+        raise NotImplementedError
+
+    def fit_volume(
+        self, spec: TestSpec, usable: int, free: int, vol: VolumeSpec
+    ) -> tuple[TestSpec, list[str]] | None:
+        """A volume test fitted to ``usable`` bytes by the type's own rule (None: the
+        common rule of test files per job)."""
+        return None
+
+    # ------------------------------------------------------------------ tkbench plan
+    def describe(self, t: PlannedTest) -> list[str] | None:
+        """Every line ``tkbench plan`` prints of the test after its title (None: the
+        common lines, with :meth:`load_words` and :meth:`detail_lines`)."""
+        return None
+
+    def load_words(self, t: PlannedTest) -> tuple[str, str]:
+        """(jobs, queue depth) as the plan's load line states them."""
+        wl = t.spec.workload
+        return f"{wl.numjobs}", f"{wl.iodepth}"
+
+    def detail_lines(self, t: PlannedTest) -> list[str]:
+        """The type's own lines before the points."""
+        return []
+
+    def lists_point(self, pt: Point) -> bool:
+        """Whether the plan lists this point on a line of its own."""
+        return True
+
+    # ------------------------------------------------------------------ results
+    def figure_names(self, spec: TestSpec) -> set[str] | None:
+        """Every headline figure name a test of this spec will have (None: none)."""
+        return None
+
+    def figures(self, test: TestData) -> list[Figure]:
+        """The headline figures of a stored test of this type."""
+        return []
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        """What ``show --json`` adds for a stored test of this type (None: the common
+        part, a fixed test's repeated points)."""
+        return None
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """What ``show --json`` adds for a stage of a test of several stages (``tests``:
+        the run's, for the stages before it)."""
+        return {}
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        """``tkbench show``'s lines of what :meth:`summary` added (``t``: a test of
+        ``show --json``, of any type: a type reads only its own keys)."""
+        return []

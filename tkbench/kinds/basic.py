@@ -1,0 +1,158 @@
+"""The basic tests (PTS 2.0.2 IOPS, throughput, latency, write saturation, and any test
+of workload points without a type of its own): the profile's block sizes x mixes as
+one round of points, run until the test's stop rule (steady, saturation, fixed) ends
+it; with ``split_block_sizes``, one test per block size (pure planning)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..analysis.stoprules import kind_named
+from ..errors import ProfileError
+from ..planned import (
+    PlannedTest,
+    Point,
+    bssplit_text,
+    workload_independent,
+    zones_text,
+)
+from ..profile.model import COMPOSITE, Mix, TestSpec, Tracking
+from ..profile.schema import WSAT_WORKLOADS
+from ..records import TestPlan
+from ..units import format_size
+from .base import Context, TestType
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A test's block-size mix and LBA zones add up to 100 %; Write Saturation's
+    optional workloads (``wsat_workload``, PTS 2.0) set its pattern, block size, mix
+    and tracking; a block-size mix outside a procedure is one composite point."""
+    if t["bssplit"]:
+        total = math.fsum(s.pct for s in t["bssplit"])
+        if abs(total - 100.0) > 0.01:
+            raise err(f"tests.{tname}.bssplit", f"the shares add up to {total:g} %, not 100 %")
+    if t["zones"]:
+        for what, total in (
+            ("accesses", math.fsum(z.pct for z in t["zones"])),
+            ("ranges", math.fsum(z.value for z in t["zones"])),
+        ):
+            if abs(total - 100.0) > 0.01:
+                raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+    preset = WSAT_WORKLOADS.get(t["wsat_workload"])
+    if preset is not None:  # Write Saturation's optional workloads (PTS 2.0)
+        if t["kind"] != "saturation":
+            raise err(f"tests.{tname}.wsat_workload", "only a saturation test has these")
+        t.update(preset)
+        t["tracking"] = (Tracking.parse(f"iops {preset['track']} {preset['mixes'][0].label}"),)
+        del t["track"]
+    if t["bssplit"] and not t["procedure"]:  # a block-size mix: one composite point per mix
+        t["block_sizes"] = (COMPOSITE,)
+
+
+HISTOGRAM_BS = 4096  # PTS: the response-time histogram is of 4 KiB random writes
+
+
+def histogram_point(spec: TestSpec, sector: int) -> Point | None:
+    """The response-time histogram phase of a test: 4 KiB random writes (100 %) at
+    the test's load for ``response_histogram`` seconds; None when it has none."""
+    if spec.response_histogram <= 0 or HISTOGRAM_BS % sector:
+        return None
+    return Point(
+        index=0,
+        bs=HISTOGRAM_BS,
+        mix=Mix.parse("0/100"),
+        pattern="random",
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        runtime=spec.response_histogram,
+    )
+
+
+class Basic(TestType):
+    """Block sizes x mixes, every point alike but for its size and mix."""
+
+    name = "basic"
+
+    def claims(self, spec: TestSpec) -> bool:
+        return True  # asked last: a test that no other type claims
+
+    def stored(self, plan: TestPlan) -> bool:
+        return True
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        sector = ctx.sector
+        notes: list[str] = []
+        tests: list[PlannedTest] = []
+        block_sizes = tuple(bs for bs in spec.block_sizes if bs % sector == 0)
+        test_notes: list[str] = []
+        dropped = [bs for bs in spec.block_sizes if bs % sector]
+        if dropped:
+            test_notes.append(
+                f"{', '.join(format_size(b) for b in dropped)} point(s) dropped: the device's "
+                f"logical sector is {sector} bytes"
+            )
+        if not block_sizes:
+            notes.append(f"test {spec.name} skipped: no block size fits {sector}-byte sectors")
+            return tests, notes
+        groups = [(bs,) for bs in block_sizes] if spec.split_block_sizes else [block_sizes]
+        for group in groups:
+            name = spec.name if len(groups) == 1 else f"{spec.name}-{format_size(group[0])}"
+            title = spec.title if len(groups) == 1 else f"{spec.title} {format_size(group[0])}"
+            tracking = tuple(t for t in spec.tracking if t.bs in group)
+            lost = [t for t in spec.tracking if t.bs not in group and t.bs in dropped]
+            group_notes = list(test_notes) + list(ctx.notes)
+            if lost:
+                group_notes.append(
+                    "tracking variable(s) "
+                    + ", ".join(t.label for t in lost)
+                    + " cannot be measured on this device"
+                )
+            if kind_named(spec.kind).has_steady_state and not tracking:
+                notes.append(f"test {name} skipped: none of its tracking variables can be measured")
+                continue
+            bss, folded = bssplit_text(spec.bssplit, sector)
+            group_notes += folded
+            points = tuple(
+                Point(
+                    index=i,
+                    bs=bs,
+                    mix=mix,
+                    pattern=spec.pattern,
+                    numjobs=spec.workload.numjobs,
+                    iodepth=spec.workload.iodepth,
+                    runtime=spec.point_runtime,
+                    bssplit=bss,
+                    zones=zones_text(spec.zones) if spec.zones else "",
+                    cache="" if spec.cache == "as-is" else spec.cache,
+                )
+                # PTS test loop order: R/W mix outer, block size inner
+                for i, (bs, mix) in enumerate((bs, mix) for mix in spec.mixes for bs in group)
+            )
+            pre = workload_independent(spec, ctx.profile, ctx.capacity, group[0])
+            tests.append(
+                PlannedTest(
+                    name=name,
+                    spec=spec,
+                    title=title,
+                    purge=spec.purge,
+                    precondition=pre,
+                    points=points,
+                    tracking=tracking,
+                    active_bytes=ctx.active,
+                    notes=tuple(group_notes),
+                    histogram_point=histogram_point(spec, sector),
+                )
+            )
+        return tests, notes
+
+
+BASIC = Basic()

@@ -1,0 +1,240 @@
+"""Tests of several stages: the PTS 2.0.2 tests beyond the basic four (pure planning).
+
+Each such test of a profile (``procedure = "hir" | "xsr" | "cbw" | "dirth"``)
+becomes a sequence of planned tests, its *stages*, which the engine runs like any
+other test (purge, rounds until the stage's kind says stop, records) one after the
+other.  The stages are built from general capabilities of a point: its own thread
+count and queue depth, a block-size mix (``bssplit``), LBA zones, repeated
+intervals, unmeasured pre-writes, host idle (``thinktime``) and per-interval logs
+(``sample``); and one derived step: a stage whose points are chosen, when it
+starts, from an earlier stage's measurement window (the operating points).
+
+=========  =============================================================
+procedure  stages (test directory names)
+=========  =============================================================
+hir        ``hir-precondition`` (steady: intervals of 4 KiB random writes),
+           ``hir-recovery`` (one round: per wait state, write bursts with
+           host idle, then a return to baseline; sampled per interval)
+xsr        ``xsr`` (one round: the access groups back to back, sampled)
+cbw/dirth  ``<name>-precondition`` (steady: intervals of 100 % writes at the
+           highest load), ``<name>-intensity`` (steady: a pre-write, then
+           the thread count x queue depth grid at the test's mix),
+           ``<name>-operating`` (one round: for MaxIOPS, MidIOPS and MinIOPS a
+           pre-write and a measurement with the full latency histogram)
+=========  =============================================================
+
+docs/methodology.md says where each parameter comes from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...errors import ProfileError
+from ...planned import PlannedTest, Point, bssplit_text, workload_independent, zones_text
+from ...profile.model import COMPOSITE, Mix, TestSpec
+from ...records import OperatingPoint, TestPlan
+from ..base import Context, TestType
+
+WRITE = Mix(0)
+NAMES = ("max", "mid", "min")
+TITLES = {"max": "MaxIOPS", "mid": "MidIOPS", "min": "MinIOPS"}
+
+
+def stage_spec(spec: TestSpec, kind: str, **changes: object) -> TestSpec:
+    """The spec a stage runs with: its kind, and no phase of the basic tests."""
+    base: dict[str, object] = {
+        "kind": kind,
+        "precondition": False,
+        "response_histogram": 0.0,
+        "split_block_sizes": False,
+        "intervals": 1,
+        "sample": 0.0,
+    }
+    base.update(changes)
+    return dataclasses.replace(spec, **base)  # type: ignore[arg-type]
+
+
+def load_spec(spec: TestSpec, numjobs: int, iodepth: int) -> TestSpec:
+    """``spec`` with the stage's own load as its workload."""
+    return dataclasses.replace(
+        spec, workload=dataclasses.replace(spec.workload, numjobs=numjobs, iodepth=iodepth)
+    )
+
+
+def intervals(spec: TestSpec, base: Point) -> tuple[Point, ...]:
+    """A round of ``spec.intervals`` repetitions of ``base``; the one the tracking
+    variable reads (the first or the last) has role "", the others "interval"."""
+    n = spec.intervals
+    tracked = 0 if spec.tracking_interval == "first" else n - 1
+    return tuple(
+        dataclasses.replace(
+            base,
+            index=i,
+            role="" if i == tracked else "interval",
+            tag=f"#{i + 1}" if n > 1 else "",
+        )
+        for i in range(n)
+    )
+
+
+def base_point(
+    spec: TestSpec, bss: str, mix: Mix, numjobs: int, iodepth: int, runtime: float
+) -> Point:
+    return Point(
+        index=0,
+        bs=spec.block_sizes[0],
+        mix=mix,
+        pattern=spec.pattern,
+        numjobs=numjobs,
+        iodepth=iodepth,
+        runtime=runtime,
+        bssplit=bss,
+        zones=zones_text(spec.zones) if spec.zones else "",
+    )
+
+
+def operating_points(
+    spec: TestSpec, write: Point, chosen: Sequence[OperatingPoint]
+) -> tuple[Point, ...]:
+    """The operating-point stage's round: for each chosen load a pre-write (100 %
+    writes at that load) and the measurement at the test's mix."""
+    points: list[Point] = []
+    for op in chosen:
+        name = TITLES[op.name]
+        if spec.operating_prewrite > 0:
+            points.append(
+                dataclasses.replace(
+                    write,
+                    index=len(points),
+                    runtime=spec.operating_prewrite,
+                    role="prewrite",
+                    tag=f"pre-write {name}",
+                    numjobs=op.numjobs,
+                    iodepth=op.iodepth,
+                )
+            )
+        points.append(
+            dataclasses.replace(
+                write,
+                index=len(points),
+                mix=spec.mixes[0],
+                runtime=spec.operating_runtime,
+                role="",
+                tag=f"{name} T{op.numjobs}Q{op.iodepth}",
+                numjobs=op.numjobs,
+                iodepth=op.iodepth,
+            )
+        )
+    return tuple(points)
+
+
+def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
+    """The operating-point stage with its loads chosen (``chosen``: max, mid, min)."""
+    write = test.points[0]
+    write = dataclasses.replace(write, mix=WRITE, role="", tag="")
+    return dataclasses.replace(
+        test,
+        points=operating_points(test.spec, write, chosen),
+        operating=tuple(chosen),
+    )
+
+
+KEYS = (
+    "procedure",
+    "intervals",
+    "tracking_interval",
+    "threads",
+    "iodepths",
+    "bssplit",
+    "zones",
+    "prewrite",
+    "wait_states",
+    "bursts",
+    "burst",
+    "baseline",
+    "groups",
+    "sample",
+    "response_ceiling",
+    "operating_prewrite",
+    "operating_runtime",
+)
+
+# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
+_NEEDS = {
+    "hir": ("wait_states",),
+    "xsr": ("groups",),
+    "cbw": ("bssplit", "threads", "iodepths"),
+    "dirth": ("threads", "iodepths"),
+}
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """Check a test of several stages and fill in what its procedure implies
+    (the block sizes of XSR's groups, CBW's composite block size)."""
+    proc = t["procedure"]
+    if not proc:
+        return
+    for key in _NEEDS[proc]:
+        if not t[key]:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
+    if proc == "xsr":
+        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
+        t["mixes"] = t["mixes"] or (Mix(0),)
+    if proc == "cbw":
+        t["block_sizes"] = (COMPOSITE,)
+    for key in ("mixes", "block_sizes"):
+        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
+            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
+    if t["precondition"] and proc in ("hir", "xsr"):
+        raise err(
+            f"tests.{tname}.precondition",
+            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
+        )
+
+
+class Staged(TestType):
+    """A test of several stages; a type of it builds its stages from the profile's test."""
+
+    procedures: tuple[str, ...] = ()
+
+    def claims(self, spec: TestSpec) -> bool:
+        return spec.procedure in self.procedures
+
+    def stored(self, plan: TestPlan) -> bool:
+        return plan.procedure in self.procedures
+
+    def build(
+        self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
+    ) -> list[PlannedTest]:
+        """The stages of ``spec`` (``bss``: fio's bssplit, "" for one block size)."""
+        raise NotImplementedError
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        """The stages of a test of several stages, and plan notes (a test that cannot
+        run on this device is left out with a note).  The first stage takes the test's
+        workload-independent preconditioning (CBW and DIRTH; HIR and XSR have none)."""
+        wipc = workload_independent(spec, ctx.profile, ctx.capacity, spec.block_sizes[0])
+        sector = ctx.sector
+        bss = ""
+        notes = list(ctx.notes)
+        if spec.bssplit:
+            bss, fold = bssplit_text(spec.bssplit, sector)
+            notes += fold
+        elif any(bs % sector for bs in spec.block_sizes):
+            return [], [
+                f"test {spec.name} skipped: its block size does not fit {sector}-byte sectors"
+            ]
+        staged = self.build(spec, ctx.active, bss, tuple(notes))
+        if wipc is not None:
+            staged[0] = dataclasses.replace(staged[0], precondition=wipc)
+        return staged, []

@@ -1,0 +1,101 @@
+"""Host Idle Recovery (PTS 2.0.2 HIR): ``<name>-precondition`` (steady: intervals of
+4 KiB random writes) and ``<name>-recovery`` (one round: per wait state, write bursts
+with host idle, then a return to baseline; sampled per interval)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...analysis import stages
+from ...analysis.stages import steady_iops
+from ...planned import PlannedTest, Point
+from ...profile.model import TestSpec, Tracking
+from ...units import format_duration
+from .common import Staged, base_point, intervals, stage_spec
+
+if TYPE_CHECKING:
+    from ...store import TestData
+
+
+class Hir(Staged):
+    name = "hir"
+    procedures = ("hir",)
+
+    def build(
+        self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
+    ) -> list[PlannedTest]:
+        wl = spec.workload
+        base = base_point(spec, bss, spec.mixes[0], wl.numjobs, wl.iodepth, spec.point_runtime)
+        pre_spec = stage_spec(spec, "steady", intervals=spec.intervals)
+        pre = PlannedTest(
+            name=f"{spec.name}-precondition",
+            spec=pre_spec,
+            title=f"{spec.title}: preconditioning",
+            purge=spec.purge,
+            precondition=None,
+            points=intervals(spec, base),
+            tracking=(Tracking("iops", base.bs, base.mix),),
+            active_bytes=active,
+            notes=notes,
+            stage="precondition",
+        )
+        points: list[Point] = []
+        for idle in spec.wait_states:
+            points.append(
+                dataclasses.replace(
+                    base,
+                    index=len(points),
+                    runtime=spec.bursts * (spec.burst + idle),
+                    idle=idle,
+                    busy=spec.burst,
+                    tag=f"idle {format_duration(idle)}",
+                )
+            )
+            if spec.baseline > 0:
+                points.append(
+                    dataclasses.replace(
+                        base,
+                        index=len(points),
+                        runtime=spec.baseline,
+                        tag=f"baseline after {format_duration(idle)}",
+                    )
+                )
+        recovery = PlannedTest(
+            name=f"{spec.name}-recovery",
+            spec=stage_spec(spec, "fixed", repeat=1, purge=False, sample=spec.sample or spec.burst),
+            title=f"{spec.title}: wait states",
+            purge=False,
+            precondition=None,
+            points=tuple(points),
+            tracking=(),
+            active_bytes=active,
+            notes=notes,
+            stage="recovery",
+        )
+        return [pre, recovery]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The recovery stage's wait states against the preconditioning's steady state."""
+        plan = t.plan
+        if plan.stage != "recovery":
+            return {}
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        base = steady_iops(tests, plan.spec)
+        out["steady_state_iops"] = base
+        out["wait_states"] = [
+            {
+                "idle_s": w.idle_s,
+                "bursts": len(w.bursts),
+                "mean_iops": round(w.mean_iops, 3),
+                "recovery": None if w.recovery is None else round(w.recovery, 4),
+                "baseline_iops": None if w.baseline_iops is None else round(w.baseline_iops, 3),
+            }
+            for w in stages.wait_states(rnd, base)
+        ]
+        return out
+
+
+HIR = Hir()

@@ -1,0 +1,131 @@
+"""The demand-intensity pair, Composite Block Size Workload (CBW) and DIRTH (PTS
+2.0.2): ``<name>-precondition`` (steady: intervals of 100 % writes at the highest
+load), ``<name>-intensity`` (steady: a pre-write, then the thread count x queue
+depth grid at the test's mix), ``<name>-operating`` (one round: for MaxIOPS, MidIOPS
+and MinIOPS a pre-write and a measurement with the full latency histogram, chosen
+when the stage starts from the intensity stage's window)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...analysis import stages
+from ...analysis.window import window, window_records
+from ...planned import PlannedTest, Point
+from ...profile.model import TestSpec, Tracking
+from ...records import OperatingPoint
+from .common import (
+    NAMES,
+    WRITE,
+    Staged,
+    base_point,
+    intervals,
+    load_spec,
+    operating_points,
+    stage_spec,
+)
+
+if TYPE_CHECKING:
+    from ...store import TestData
+
+
+class Intensity(Staged):
+    name = "intensity"
+    procedures = ("cbw", "dirth")
+
+    def build(
+        self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
+    ) -> list[PlannedTest]:
+        top_t, top_q = max(spec.threads), max(spec.iodepths)
+        mix = spec.mixes[0]
+        write = base_point(spec, bss, WRITE, top_t, top_q, spec.point_runtime)
+        spec = load_spec(spec, top_t, top_q)
+        pre = PlannedTest(
+            name=f"{spec.name}-precondition",
+            spec=stage_spec(spec, "steady", intervals=spec.intervals),
+            title=f"{spec.title}: preconditioning",
+            purge=spec.purge,
+            precondition=None,
+            points=intervals(spec, write),
+            tracking=(Tracking("iops", write.bs, WRITE),),
+            active_bytes=active,
+            notes=notes,
+            stage="precondition",
+        )
+        grid: list[Point] = []
+        if spec.prewrite > 0:
+            grid.append(
+                dataclasses.replace(write, runtime=spec.prewrite, role="prewrite", tag="pre-write")
+            )
+        for t in spec.threads:  # PTS: thread count outer, queue depth inner
+            for q in spec.iodepths:
+                grid.append(
+                    dataclasses.replace(
+                        write,
+                        index=len(grid),
+                        mix=mix,
+                        numjobs=t,
+                        iodepth=q,
+                        role="" if (t, q) == (top_t, top_q) else "grid",
+                        tag=f"T{t}Q{q}",
+                    )
+                )
+        intensity = PlannedTest(
+            name=f"{spec.name}-intensity",
+            spec=stage_spec(spec, "steady", purge=False),
+            title=f"{spec.title}: demand intensity",
+            purge=False,
+            precondition=None,
+            points=tuple(grid),
+            tracking=(Tracking("iops", write.bs, mix),),
+            active_bytes=active,
+            notes=notes,
+            stage="intensity",
+        )
+        placeholder = tuple(
+            OperatingPoint(name=n, numjobs=1, iodepth=1, why="chosen when the stage starts")
+            for n in NAMES
+        )
+        operating = PlannedTest(
+            name=f"{spec.name}-operating",
+            spec=stage_spec(spec, "fixed", repeat=1, purge=False, histogram=True),
+            title=f"{spec.title}: operating points",
+            purge=False,
+            precondition=None,
+            points=operating_points(spec, write, placeholder),
+            tracking=(),
+            active_bytes=active,
+            notes=notes,
+            stage="operating",
+            derive_from=intensity.name,
+            operating=placeholder,
+        )
+        return [pre, intensity, operating]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The intensity stage's grid; the operating points' results."""
+        plan = t.plan
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        if plan.stage == "intensity":
+            cells = stages.grid(window_records(t.rounds, window(t)))
+            out["grid"] = [
+                {
+                    "threads": c.numjobs,
+                    "iodepth": c.iodepth,
+                    "iops": round(c.iops, 3),
+                    "mean_latency_ms": round(c.lat_mean_ns / 1e6, 6),
+                    "cpu_pct": round(c.cpu_pct, 3),
+                }
+                for c in cells
+            ]
+        elif plan.stage == "operating":
+            out["operating_points"] = {
+                m.name: m.to_dict() for m in stages.operating_results(plan.operating, rnd)
+            }
+        return out
+
+
+INTENSITY = Intensity()

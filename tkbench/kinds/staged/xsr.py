@@ -1,0 +1,72 @@
+"""Cross-Stimulus Recovery (PTS 2.0.2 XSR): one stage, ``<name>`` (one round: the access
+groups back to back, sampled)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...analysis import stages
+from ...planned import PlannedTest, Point
+from ...profile.model import TestSpec
+from .common import Staged, stage_spec
+
+if TYPE_CHECKING:
+    from ...store import TestData
+
+
+class Xsr(Staged):
+    name = "xsr"
+    procedures = ("xsr",)
+
+    def build(
+        self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
+    ) -> list[PlannedTest]:
+        wl = spec.workload
+        points = tuple(
+            Point(
+                index=i,
+                bs=g.bs,
+                mix=spec.mixes[0],
+                pattern=g.pattern,
+                numjobs=wl.numjobs,
+                iodepth=wl.iodepth,
+                runtime=g.duration,
+                tag=f"group {i + 1}",
+            )
+            for i, g in enumerate(spec.groups)
+        )
+        return [
+            PlannedTest(
+                name=spec.name,
+                spec=stage_spec(spec, "fixed", repeat=1, sample=spec.sample or 60.0),
+                title=spec.title,
+                purge=spec.purge,
+                precondition=None,
+                points=points,
+                tracking=(),
+                active_bytes=active,
+                notes=notes,
+                stage="groups",
+            )
+        ]
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The transitions between its access groups."""
+        plan = t.plan
+        rnd = t.rounds[-1] if t.rounds else None
+        out: dict[str, Any] = {}
+        out["transitions"] = [
+            {
+                "from": x.source,
+                "to": x.target,
+                "group": x.group,
+                "recovery_s": x.recovery_s,
+                "settled_mbs": round(x.settled_mbs, 3),
+            }
+            for x in stages.transitions(rnd, plan.rounds.max_excursion / 2)
+        ]
+        return out
+
+
+XSR = Xsr()
