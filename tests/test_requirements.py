@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._helpers import STAGED_OFF, layout_text, start_tkbench
+from tests._helpers import STAGED_OFF, layout_text, sets, start_tkbench
 from tests.test_pts import cache_set, planned, stored_run
 from tkbench import cli, procedures, profile, store
 from tkbench import plan as planmod
@@ -373,3 +373,43 @@ def test_the_set_up_gives_the_loads_the_operating_points_ran_at() -> None:
     run = dataclasses.replace(run, tests=[store.TestData(name=grid.name, plan=grid.record())])
     rows = {r.label: r.value for r in header.setup_rows(run)}
     assert rows["Outstanding I/O"] == "9 loads: jobs 4, 2, 1 × queue depth 8, 2, 1"
+
+
+@pytest.mark.fio
+def test_a_resume_after_an_idle_gap_without_a_purge_departs(tmp_path: Path) -> None:
+    """A real quick IOPS run interrupted after its first round and resumed more than
+    --resume-gap (1 s) later: tkbench preconditions again without a purge (a new
+    segment, docs/resume.md), which the PTS does not allow: ``show --json`` says so."""
+    out = tmp_path / "run"
+    small = sets(
+        "tests.iops.point_runtime=0.5s",
+        "tests.iops.rounds.max=3",
+        "tests.iops.rounds.window=3",
+        *(f"tests.{t}.enabled=false" for t in ("throughput", "latency", "wsat")),
+        *STAGED_OFF,
+    )
+    args = ["run", "--profile", "quick", "--target", str(tmp_path / "t.img"), "--size", "16M"]
+    proc = start_tkbench(*args, "--yes", "--out", str(out), "--no-report", "--no-history", *small)
+    try:
+        _wait_for(out / "tests" / "iops" / "rounds" / "0001.json", proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    before = judge_run(load_run(out), None)
+    assert ("iops", "purge before preconditioning") not in found(before)
+    time.sleep(1.2)  # longer than --resume-gap: the drive could have recovered
+    resumed = start_tkbench("run", "--resume", str(out), "--yes", "--no-report", "--no-history")
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    run = load_run(out)
+    assert run.manifest.resumes[0].action == "re-precondition"
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        assert cli.main(["show", str(out), "--json"]) == 0
+    pts = json.loads(shown.getvalue())["pts"]
+    (d,) = [d for d in pts["departures"] if d["requirement"] == "purge before preconditioning"]
+    assert d["test"] == "iops"
+    assert d["actual"].startswith("segment 2: preconditioned again without a purge")
