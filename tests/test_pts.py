@@ -353,11 +353,14 @@ def stored_run(
 ) -> RunData:
     """A complete run as tkbench stores it, built from the real plan: every test purged
     by a secure erase, fully preconditioned, finished (steady where it has a rule)."""
-    prof = profile.load(name, [*(o for o in FIO_OFF if o not in overrides), *overrides])
+    given = {o.split("=")[0] for o in overrides}
+    prof = profile.load(name, [*(o for o in FIO_OFF if o.split("=")[0] not in given), *overrides])
     plan = planmod.build(prof, planmod.TargetInfo("/dev/x", "block", CAPACITY, sector))
     tests = []
     for t in plan.tests:
-        rec = t.record("libaio")
+        rec = t.record()  # the engine the run used: its own, or "auto" resolved
+        engine = rec.workload.ioengine
+        rec = dataclasses.replace(rec, ioengine_used="libaio" if engine == "auto" else engine)
         pre = None
         if t.precondition is not None:
             pre = Precondition(
@@ -370,7 +373,8 @@ def stored_run(
         histogram = None
         if t.histogram_point is not None:  # the response-histogram phase after the rounds
             point = PointResult(bs=4096, read_pct=0, runtime=t.histogram_point.runtime)
-            histogram = ResponseHistogram(point=point, started=200.0, ended=1400.0)
+            ended = 200.0 + t.histogram_point.runtime
+            histogram = ResponseHistogram(point=point, started=200.0, ended=ended)
         tests.append(
             store.TestData(
                 name=t.name,

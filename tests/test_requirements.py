@@ -155,6 +155,25 @@ def test_each_departure_of_a_plan_is_listed(
     assert found(j) - base == departures
 
 
+# a run's records: the plan's limits that may stop a test early depart only if they did
+PLAN_ONLY = {"round limit", "preconditioning complete"}
+WITH_FIO_LIMITED = ("tests.hir.enabled=true", "tests.xsr.enabled=true")
+
+
+@pytest.mark.parametrize(("overrides", "departures"), DEPARTURES)
+def test_each_departure_of_a_run_is_listed(
+    overrides: tuple[str, ...], departures: set[tuple[str, str]]
+) -> None:
+    """The same mutations judged from what a complete run of the plan recorded."""
+    wc = cache_set()
+    base = found(judge_run(stored_run("pts-e", *WITH_FIO_LIMITED), wc))
+    assert base == FIO_LIMITS
+    j = judge_run(stored_run("pts-e", *WITH_FIO_LIMITED, *overrides), wc)
+    want = {d for d in departures if d[1] not in PLAN_ONLY}
+    assert found(j) - base == want
+    assert j.conforms is False
+
+
 @pytest.mark.parametrize(("override", "requirement", "actual"), STAGED_WIPC)
 def test_the_staged_tests_preconditioning_is_judged(
     override: str, requirement: str, actual: str

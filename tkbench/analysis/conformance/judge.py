@@ -9,7 +9,7 @@ never counted; a limit a plan may break (``plan_only``) departs in a run only if
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from tkbench.analysis import requirements as table
@@ -104,6 +104,7 @@ def judge(
     run_wide: Sequence[Departure],
     per_test: Mapping[str, Sequence[Departure]],
     histograms: Mapping[str, float | None],
+    unfinished: Set[str],
 ) -> Judgement:
     """Apply the table to the tests of a plan or run.
 
@@ -111,11 +112,17 @@ def judge(
     (a PTS test there without a planned test was skipped: ``skipped`` says why);
     ``run_wide`` and ``per_test`` (by the run's test name): what only a plan or only a
     run can tell (purge, write cache, cut short, how it ended); ``histograms``: the
-    response-time histogram phase of each test, planned or recorded (table.Ctx).
+    response-time histogram phase of each test, planned or recorded (table.Ctx);
+    ``unfinished``: a run's tests without a result (how they ended is said instead).
     """
     if variant is None or variant not in VARIANTS:
         return Judgement(None, planned=planned)
     var = VARIANTS[variant]
+
+    def context(p: TestPlan, ref: object) -> table.Ctx:
+        seconds = histograms.get(p.name, 0.0)
+        return table.Ctx(p, var, ref, capacity, planned, seconds, p.name not in unfinished)
+
     out = Collect()
     out.items += run_wide
     by_spec: dict[str, list[TestPlan]] = {}
@@ -138,7 +145,15 @@ def judge(
                 ref = option
         _group(out, ref, mine, variant, skipped.get(ref.name), sector)
         for p in mine:
-            ctx = table.Ctx(p, var, ref, capacity, planned, histograms.get(p.name, 0.0))
+            ctx = table.Ctx(
+                p,
+                var,
+                ref,
+                capacity,
+                planned,
+                histograms.get(p.name, 0.0),
+                p.name not in unfinished,
+            )
             apply(out, ref.name, ctx)
             out.items += per_test.get(p.name, ())
     for spec, mine in by_spec.items():
@@ -148,8 +163,7 @@ def judge(
         if staged is not None:
             judged.append(spec)
             for p in mine:
-                ctx = table.Ctx(p, var, staged, capacity, planned, histograms.get(p.name, 0.0))
-                apply(out, table.family(p), ctx)
+                apply(out, table.family(p), context(p, staged))
                 out.items += per_test.get(p.name, ())
             continue
         for p in mine:

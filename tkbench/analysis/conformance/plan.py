@@ -53,6 +53,7 @@ def judge_plan(plan: Plan, write_cache_absent: str | None = None) -> Judgement:
         run_wide,
         per_test,
         histograms,
+        set(),
     )
 
 

@@ -68,6 +68,7 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
             skipped.setdefault(spec, "planned, never started")
             profile_tests.append(spec)
     histograms = {t.name: _histogram_seconds(t) for t in run.tests}
+    unfinished = {t.name for t in run.tests if t.result is None}
     return judge(
         variant,
         [t.plan for t in run.tests],
@@ -79,14 +80,12 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
         run_wide,
         per_test,
         histograms,
+        unfinished,
     )
 
 
 def _histogram_seconds(t: TestData) -> float | None:
-    """The response-histogram phase a test recorded (None: none; a test that has not
-    finished is judged by how it ended, not again by its missing phase)."""
-    if t.result is None:
-        return 0.0
+    """The response-histogram phase a test recorded (None: none)."""
     h = t.response_histogram
     return None if h is None else max(h.ended - h.started, 1.0)
 

@@ -46,6 +46,7 @@ class Ctx:
     # the response-time histogram phase after the rounds: seconds planned (a plan) or
     # recorded (a run; None when none was recorded, 0.0 when the test has none)
     histogram: float | None = 0.0
+    finished: bool = True  # a run's test ended by its stop rule (a plan: as planned)
 
 
 @dataclass(frozen=True)
