@@ -181,6 +181,22 @@ class Departure:
 
 
 @dataclass(frozen=True)
+class Stated:
+    """An operator choice a test made, as the set-up states it (never a departure)."""
+
+    test: str
+    requirement: str
+    value: str
+    title: str = ""
+
+    def words(self) -> str:
+        return f"{self.title or self.test}: {self.requirement}: {self.value}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"test": self.test, "requirement": self.requirement, "value": self.value}
+
+
+@dataclass(frozen=True)
 class Judgement:
     """A run's (or a plan's) standing against PTS 2.0.2."""
 
@@ -188,6 +204,11 @@ class Judgement:
     tests: tuple[str, ...] = ()  # the PTS tests judged, by name (iops, throughput, ...)
     departures: tuple[Departure, ...] = ()
     planned: bool = False  # judged from a plan, before anything ran
+    choices: tuple[Stated, ...] = ()  # operator choices: stated, not counted
+    # the fixed requirements judged for these tests, and how many of them come from
+    # an implementation of PTS 2.0 (or SNIA's pages), not the 2.0.2 text
+    requirements: int = 0
+    secondhand: int = 0
 
     @property
     def conforms(self) -> bool:
@@ -203,20 +224,29 @@ class Judgement:
         return [t.title for n in self.tests if (t := BY_NAME.get(n) or STAGED.get(n))]
 
     @property
-    def unconfirmed(self) -> list[str]:
-        """The judged tests whose reference values no source quoting the PTS 2.0.2
-        text confirmed (tkbench.analysis.ptsstages; docs/methodology.md)."""
-        return [STAGED[n].title for n in self.tests if n in STAGED]
+    def claim(self) -> str | None:
+        """What a page header and the file's title may say: the specification's name
+        for a conforming run, the number of departures otherwise (None: no claim)."""
+        if self.variant is None:
+            return None
+        if self.conforms:
+            return self.name
+        n = len(self.departures)
+        return f"tkbench report (departs from {self.name} in {n} point{'s' if n != 1 else ''})"
 
     def to_dict(self) -> dict[str, Any]:
         """``pts`` of ``show --json`` and ``plan --json``."""
-        return {
+        out: dict[str, Any] = {
             "variant": self.variant,
             "conforms": self.conforms,
             "tests": list(self.tests),
             "statement": self.statement(),
             "departures": [d.to_dict() for d in self.departures],
         }
+        if self.variant is not None:  # a claim: the operator's choices, the sources' share
+            out["choices"] = [c.to_dict() for c in self.choices]
+            out["requirements"] = {"judged": self.requirements, "secondhand": self.secondhand}
+        return out
 
     @classmethod
     def from_dict(
@@ -230,6 +260,7 @@ class Judgement:
             ref = BY_NAME.get(test) or STAGED.get(test)
             return titles.get(test) or (ref.title if ref else test)
 
+        counts = data.get("requirements") or {}
         return cls(
             data.get("variant"),
             tuple(data.get("tests", ())),
@@ -244,6 +275,24 @@ class Judgement:
                 for d in data.get("departures", ())
             ),
             planned,
+            tuple(
+                Stated(c["test"], c["requirement"], c["value"], title(c["test"]))
+                for c in data.get("choices", ())
+            ),
+            int(counts.get("judged", 0)),
+            int(counts.get("secondhand", 0)),
+        )
+
+    def sources(self) -> str:
+        """How much of the table the judgement rests on is secondhand, in a sentence."""
+        if not self.requirements:
+            return ""
+        share = 100.0 * self.secondhand / self.requirements
+        return (
+            f" {self.secondhand} of the {self.requirements} requirements judged for these "
+            f"tests ({share:.0f} %) come from implementations of PTS 2.0 or SNIA's pages on "
+            "the 1.x tests, not from the 2.0.2 text, which could not be read whole "
+            "(see the methods)."
         )
 
     def statement(self) -> str:
@@ -253,12 +302,7 @@ class Judgement:
                 "No SNIA PTS claim: the profile declares no PTS variant (pts_variant), so "
                 "its numbers are not presented as PTS results."
             )
-        caveat = ""
-        if self.unconfirmed:
-            caveat = (
-                f" {', '.join(self.unconfirmed)} judged against parameters taken from PTS 2.0 "
-                "implementations, not checked against the PTS 2.0.2 text (see the methods)."
-            )
+        caveat = self.sources()
         if self.conforms:
             how = " as planned" if self.planned else ""
             return f"Conforms to {self.name}{how} (tests {', '.join(self.titles)}).{caveat}"
@@ -298,6 +342,9 @@ class Judgement:
         for tests, items in self.groups():
             out.append(f"  {tests}:")
             out += [f"    {w}" for w in items]
+        if self.choices:
+            out.append("  Operator choices (stated, not departures):")
+            out += [f"    {c.words()}" for c in self.choices]
         return out
 
 

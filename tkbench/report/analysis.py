@@ -166,7 +166,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
     tests = tuple(p[0] for p in triples)
     present = {t.name for t in run.tests}
     return Report(
-        title=options.title,
+        title=header.document_title(options.title, run),
         operator=options.operator,
         organisation=options.organisation,
         paper=options.paper,

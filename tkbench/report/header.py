@@ -21,7 +21,7 @@ from ..records import Manifest, Resume
 from ..store import RunData, TestData
 from . import devicefacts, fmt
 from .model import COMPLETE, PtsClaim, Row, TestReport
-from .options import ReportOptions
+from .options import DEFAULT_TITLE, ReportOptions
 from .procedure import outstanding, precondition_text, purge_text, stop_rule
 
 
@@ -164,6 +164,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
                 )
             ),
         ),
+        *_choice_rows(run),
         Row(
             "Units",
             "IOPS = I/O operations per second; MB/s = 10⁶ bytes per second; "
@@ -171,6 +172,39 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
         ),
     ]
     return tuple(rows)
+
+
+def _choice_rows(run: RunData) -> list[Row]:
+    """The operator choices the PTS leaves open, as the run made them (stated, never
+    counted as departures)."""
+    judged = judge_run(run, cacherecord.load(run.root))
+    if judged.variant is None or not judged.choices:
+        return []
+    return [
+        Row(
+            f"Operator choices ({judged.name})",
+            "; ".join(c.words() for c in judged.choices),
+        )
+    ]
+
+
+def document_title(title: str, run: RunData) -> str:
+    """The report's title, page headers and PDF metadata (:func:`title_of`)."""
+    if "PTS" not in title:
+        return title
+    return title_of(title, judge_run(run, cacherecord.load(run.root)))
+
+
+def title_of(title: str, judged: Judgement) -> str:
+    """A title that names the SNIA PTS stands only for a run that conforms, with the
+    version judged against; a departing run's says how many points it departs in,
+    whatever the profile (or one it extends) or the command line called it.  A title
+    that names no PTS is kept."""
+    if "PTS" not in title:
+        return title
+    if judged.conforms:
+        return f"{judged.name} Solid State Storage Performance Report"
+    return judged.claim or DEFAULT_TITLE
 
 
 def run_status_text(manifest: Manifest) -> str:

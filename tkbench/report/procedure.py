@@ -30,6 +30,14 @@ def outstanding(plan: TestPlan) -> str:
         # each point its own load (a sweep's buffer counts, a virtual file's threads)
         loads = sorted({(p.numjobs, p.iodepth) for p in plan.points})
         return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
+    loads = list(dict.fromkeys((p.numjobs, p.iodepth) for p in plan.points if p.measured))
+    if len(loads) > 1 or (loads and loads[0] != (jobs, qd)):
+        # each point at its own load: a demand-intensity grid, the operating points
+        if len(loads) > 6:
+            threads = ", ".join(str(t) for t in dict.fromkeys(t for t, _ in loads))
+            depths = ", ".join(str(q) for q in dict.fromkeys(q for _, q in loads))
+            return f"{len(loads)} loads: jobs {threads} × queue depth {depths}"
+        return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
     return f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd} ({jobs * qd} outstanding I/Os)"
 
 
