@@ -288,6 +288,50 @@ def stream_starts(
     return out
 
 
+_MS = re.compile(r"(\d+)ms")
+
+
+def planned_seconds(text: str) -> float | None:
+    """How long fio should run a job file rendered here, in seconds from its start:
+    the latest planned end of a section (its ``startdelay``, ``LEAD`` more with a
+    hand-off, plus its ``runtime``), and at least the sum of the runtimes (points that
+    follow each other by stonewall).  None when a section has no runtime (a run of so
+    many bytes, such as the preconditioning) or a duration is not one this module
+    writes: no plan, so no watchdog (tkbench.runner)."""
+    sections: list[dict[str, str]] = []
+    common: dict[str, str] = {}
+    current: dict[str, str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = common if line == "[global]" else {}
+            if current is not common:
+                sections.append(current)
+            continue
+        if current is not None:
+            key, _, value = line.partition("=")
+            current[key.strip()] = value.strip()
+    ends: list[float] = []
+    total = 0.0
+    for own in sections:
+        opts = {**common, **own}
+        runtime = _seconds(opts.get("runtime"))
+        delay = _seconds(opts.get("startdelay", "0ms"))
+        if runtime is None or delay is None:
+            return None
+        lead = LEAD if "exec_prerun" in opts else 0.0
+        ends.append(delay + lead + runtime)
+        total += runtime
+    return max(total, *ends) if ends else None
+
+
+def _seconds(value: str | None) -> float | None:
+    m = _MS.fullmatch(value or "")
+    return int(m.group(1)) / 1000 if m else None
+
+
 def schedule(points: Sequence[Point], slack: float = DEFAULT_GUARD + SLACK) -> list[float]:
     """Nominal start times (seconds from fio's start) of back-to-back points.
 
