@@ -47,23 +47,32 @@ high_iops_ratio=H`` (X, Y: between the points of a round; R: between rounds;
 K: tkbench's median thousands of IOPS at the high-IOPS point; H: its ratio).
 Exit status 1 if any point or round overlapped its predecessor.
 
-Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with five other
+Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with six other
 jobs, loop device on a file in /tmp on ext4, defaults: 4 x 3 rounds of six
-1-second points, the quick profile's IOPS test alone), twice in a row at a load
-average of 2.3-7.6:
+1-second points, the quick profile's IOPS test alone; high IOPS: 3 repetitions
+of 2 rounds of a 3-second point on /dev/shm, ``--cpu-shares 32768``, most of
+the loaded machine), twice in a row at a load average of 20-30:
 
-    median_gap_ms=13.86 max_gap_ms=430.33 median_round_gap_ms=8.39 ratio=1.006
-    median_gap_ms=9.79 max_gap_ms=240.84 median_round_gap_ms=11.08 ratio=0.972
+    median_gap_ms=8.91 max_gap_ms=213.99 median_round_gap_ms=11.51 ratio=1.121
+      high_iops_k=958.8 high_iops_ratio=1.017
+    median_gap_ms=8.89 max_gap_ms=53.62 median_round_gap_ms=9.72 ratio=1.087
+      high_iops_k=856.4 high_iops_ratio=0.986
 
 No overlap in 60 gaps within and 8 between rounds each time; baselines in the
-same runs: a new fio per round 526 and 362 ms between rounds, stonewall 302 ms
-between points.  The largest gaps (100-430 ms, a few of 60) come from the
-machine's other load; the medians stay near 10 ms.  Before (one idle-ish
-machine, November 2026): medians 5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.
-One of several shorter runs (``--runtime 0.2 --rounds 2 --reps 1``) at a load
-average of 6.4 hung in the hand-off of a round started ahead until it was
-stopped; the next such run completed: a hang of the engine's back-to-back
-rounds under load, not of this script, worth its own investigation.
+same runs: a new fio per round 880 and 932 ms between rounds, stonewall 305 and
+308 ms between points.  The largest gaps (50-500 ms, a few of 68) come from
+the machine's other load; the medians stay near 10 ms.  At high IOPS,
+hand-written fio had 943k and 860k IOPS as processes, 931k and 869k as threads
+(single runs 696-998k: the median is the figure); run directly by fio, tkbench's
+job file as rendered and with each of its choices taken out alone, or with
+per-interval logs (200 ms) added, had 0.97-1.06 of the IOPS of threads: none
+costs more than the noise.  An earlier 0.73 (781k against 858k as processes
+and 1,070k as threads, without a cgroup) did not reproduce; outside a cgroup the
+machine's other load decides (at a load average of 25: processes 187k, threads
+49k, tkbench 58k).  Before (one idle-ish machine, November 2026): medians
+5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.  A hang of a few shorter runs
+under load (a round held in its hand-off for ever) looks like fio's own, one
+thread in io_getevents, that tkbench.runner prevents since (SIGCHLD).
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ SLACK = 0.05
 # long a point waits beyond its predecessor's runtime: an I/O that stalls for a minute
 # (a drive's firmware, a host's storage) delays the points after it, it does not fail
 # the round (a stall of 60 s did, with a 60 s hand-off margin, while tkbench itself
-# would have waited ten minutes for the round).
+# would have waited ten minutes for the round).  A fio none of whose job threads runs
+# any more, past its plan, is stopped sooner (tkbench.runner.STALL_AFTER).
 STALL_MARGIN = 600.0
 
 
@@ -160,6 +161,12 @@ def global_options(
     opts.update(
         {
             "direct": direct,
+            # jobs as threads of the one fio process: as processes each job calls
+            # setsid() (fio 3.33 backend.c), so stopping fio's process group (SIGKILL
+            # after a grace) would leave them running, with no check for their parent's
+            # death.  Processes ran no faster at ~900k IOPS (benchmarks/round_overhead.py);
+            # only on a machine with other load they take more CPU, a share per job
+            # under autogroup scheduling
             "thread": True,
             "group_reporting": True,
             "size": active_bytes,
