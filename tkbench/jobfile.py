@@ -305,24 +305,14 @@ def planned_seconds(text: str) -> float | None:
     follow each other by stonewall).  None when a section has no runtime (a run of so
     many bytes, such as the preconditioning) or a duration is not one this module
     writes: no plan, so no watchdog (tkbench.runner)."""
-    sections: list[dict[str, str]] = []
-    common: dict[str, str] = {}
-    current: dict[str, str] | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = common if line == "[global]" else {}
-            if current is not common:
-                sections.append(current)
-            continue
-        if current is not None:
-            key, _, value = line.partition("=")
-            current[key.strip()] = value.strip()
+    try:
+        parsed = sections(text)
+    except ValueError:
+        return None
+    common = parsed.pop("global", {})
     ends: list[float] = []
     total = 0.0
-    for own in sections:
+    for own in parsed.values():
         opts = {**common, **own}
         runtime = _seconds(opts.get("runtime"))
         delay = _seconds(opts.get("startdelay", "0ms"))
@@ -332,6 +322,25 @@ def planned_seconds(text: str) -> float | None:
         ends.append(delay + lead + runtime)
         total += runtime
     return max(total, *ends) if ends else None
+
+
+def sections(text: str) -> dict[str, dict[str, str]]:
+    """A job file's sections: {section: {option: value}}, in order (comments and blank
+    lines skipped); ValueError for an option outside a section."""
+    out: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = out.setdefault(line[1:-1], {})
+            continue
+        if current is None:
+            raise ValueError(f"option outside a section: {line!r}")
+        key, _, value = line.partition("=")
+        current[key.strip()] = value.strip()
+    return out
 
 
 def _seconds(value: str | None) -> float | None:
