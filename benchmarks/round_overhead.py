@@ -51,21 +51,27 @@ Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with six other
 jobs, loop device on a file in /tmp on ext4, defaults: 4 x 3 rounds of six
 1-second points, the quick profile's IOPS test alone; high IOPS: 3 repetitions
 of 2 rounds of a 3-second point on /dev/shm, ``--cpu-shares 32768``, most of
-the loaded machine), twice in a row at a load average of 20-30:
+the loaded machine), three times at a load average of 18-30; the first two
+(by mistake) with the whole benchmark in a cgroup of 32768 shares, the third
+with only its high-IOPS part in one, as the script does:
 
     median_gap_ms=8.91 max_gap_ms=213.99 median_round_gap_ms=11.51 ratio=1.121
       high_iops_k=958.8 high_iops_ratio=1.017
     median_gap_ms=8.89 max_gap_ms=53.62 median_round_gap_ms=9.72 ratio=1.087
       high_iops_k=856.4 high_iops_ratio=0.986
+    median_gap_ms=28.21 max_gap_ms=218.30 median_round_gap_ms=59.87 ratio=1.157
+      high_iops_k=944.6 high_iops_ratio=0.956
 
 No overlap in 60 gaps within and 8 between rounds each time; baselines in the
-same runs: a new fio per round 880 and 932 ms between rounds, stonewall 305 and
-308 ms between points.  The largest gaps (50-500 ms, a few of 68) come from
-the machine's other load; the medians stay near 10 ms.  At high IOPS,
-hand-written fio had 943k and 860k IOPS as processes, 931k and 869k as threads
-(single runs 696-998k: the median is the figure); run directly by fio, tkbench's
-job file as rendered and with each of its choices taken out alone, or with
-per-interval logs (200 ms) added, had 0.97-1.06 of the IOPS of threads: none
+same runs: a new fio per round 880, 932 and 1,043 ms between rounds, stonewall
+305-311 ms between points.  The largest gaps (50-570 ms, a few of 68) come from
+the machine's other load, which also triples the medians when the benchmark has
+no more than its fair share of the CPU (the third run).  At high IOPS,
+hand-written fio had 943k, 860k and 988k IOPS as processes, 931k, 869k and 943k
+as threads (single runs 696-1,016k: the median is the figure; tkbench against
+threads 1.03, 0.99, 1.00); run directly by fio, tkbench's job file as rendered
+and with each of its choices taken out alone, or with per-interval logs (200 ms)
+added, had 0.97-1.06 of the IOPS of threads (first run, ``--bisect``): none
 costs more than the noise.  An earlier 0.73 (781k against 858k as processes
 and 1,070k as threads, without a cgroup) did not reproduce; outside a cgroup the
 machine's other load decides (at a load average of 25: processes 187k, threads

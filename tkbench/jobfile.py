@@ -164,9 +164,9 @@ def global_options(
             # jobs as threads of the one fio process: as processes each job calls
             # setsid() (fio 3.33 backend.c), so stopping fio's process group (SIGKILL
             # after a grace) would leave them running, with no check for their parent's
-            # death.  Processes ran no faster at ~900k IOPS (benchmarks/round_overhead.py);
-            # only on a machine with other load they take more CPU, a share per job
-            # under autogroup scheduling
+            # death.  Processes ran no faster, beyond the noise, at ~900k IOPS (benchmarks/
+            # round_overhead.py); only on a machine with other load they take more CPU, a
+            # share per job under autogroup scheduling
             "thread": True,
             "group_reporting": True,
             "size": active_bytes,
