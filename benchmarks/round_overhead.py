@@ -24,38 +24,73 @@ left out; a fixed number of rounds):
    run directory stores them) against the same point run as a hand-written fio
    command line, summed over all points and repetitions; the hand-written runs
    come after tkbench's in even repetitions and before them in odd ones.
+4. high IOPS: a 4 KiB random-read point at T4/Q32 (``--iops-runtime`` s) on a file
+   in tmpfs (``--iops-dir``), ``--iops-rounds`` rounds back to back run by the
+   engine, against the same job parameters as a hand-written fio command line
+   run as processes and as threads (nothing else of tkbench's job files), in
+   turns whose order rotates each of ``--iops-reps`` repetitions; the ratio is
+   tkbench's median IOPS over the better median of the two.  This part runs in a
+   cpu cgroup of its own (``--cpu-shares``, when root can make one): outside one,
+   the kernel's autogroup scheduling gives every session one CPU share, and fio's
+   processes call setsid() each, so on a loaded machine four processes got up to
+   four times the CPU of four threads (2.2-3.5 times the IOPS here at a load
+   average of 10-25), a measure of the machine's other load, not of fio.  With
+   ``--bisect``, tkbench's first round's job file is also run by fio directly,
+   without its hand-off hooks, as rendered and with each of its choices taken out
+   alone (thread, latency percentiles, random generator, random map, buffer
+   refills, epoch time stamps, group options) or per-interval logs added, each
+   against hand-written threads.
 
 The last line is
-``median_gap_ms=X max_gap_ms=Y median_round_gap_ms=R ratio=Z`` (X, Y: between
-the points of a round; R: between rounds).  Exit status 1 if any point or
-round overlapped its predecessor.
+``median_gap_ms=X max_gap_ms=Y median_round_gap_ms=R ratio=Z high_iops_k=K
+high_iops_ratio=H`` (X, Y: between the points of a round; R: between rounds;
+K: tkbench's median thousands of IOPS at the high-IOPS point; H: its ratio).
+Exit status 1 if any point or round overlapped its predecessor.
 
-Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with five other
+Last measured 2026-11-27 (fio 3.33, Debian 12, 2 cores shared with six other
 jobs, loop device on a file in /tmp on ext4, defaults: 4 x 3 rounds of six
-1-second points, the quick profile's IOPS test alone), twice in a row at a load
-average of 2.3-7.6:
+1-second points, the quick profile's IOPS test alone; high IOPS: 3 repetitions
+of 2 rounds of a 3-second point on /dev/shm, ``--cpu-shares 32768``, most of
+the loaded machine), three times at a load average of 18-30; the first two
+(by mistake) with the whole benchmark in a cgroup of 32768 shares, the third
+with only its high-IOPS part in one, as the script does:
 
-    median_gap_ms=13.86 max_gap_ms=430.33 median_round_gap_ms=8.39 ratio=1.006
-    median_gap_ms=9.79 max_gap_ms=240.84 median_round_gap_ms=11.08 ratio=0.972
+    median_gap_ms=8.91 max_gap_ms=213.99 median_round_gap_ms=11.51 ratio=1.121
+      high_iops_k=958.8 high_iops_ratio=1.017
+    median_gap_ms=8.89 max_gap_ms=53.62 median_round_gap_ms=9.72 ratio=1.087
+      high_iops_k=856.4 high_iops_ratio=0.986
+    median_gap_ms=28.21 max_gap_ms=218.30 median_round_gap_ms=59.87 ratio=1.157
+      high_iops_k=944.6 high_iops_ratio=0.956
 
 No overlap in 60 gaps within and 8 between rounds each time; baselines in the
-same runs: a new fio per round 526 and 362 ms between rounds, stonewall 302 ms
-between points.  The largest gaps (100-430 ms, a few of 60) come from the
-machine's other load; the medians stay near 10 ms.  Before (one idle-ish
-machine, November 2026): medians 5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.
-One of several shorter runs (``--runtime 0.2 --rounds 2 --reps 1``) at a load
-average of 6.4 hung in the hand-off of a round started ahead until it was
-stopped; the next such run completed: a hang of the engine's back-to-back
-rounds under load, not of this script, worth its own investigation.
+same runs: a new fio per round 880, 932 and 1,043 ms between rounds, stonewall
+305-311 ms between points.  The largest gaps (50-570 ms, a few of 68) come from
+the machine's other load, which also triples the medians when the benchmark has
+no more than its fair share of the CPU (the third run).  At high IOPS,
+hand-written fio had 943k, 860k and 988k IOPS as processes, 931k, 869k and 943k
+as threads (single runs 696-1,016k: the median is the figure; tkbench against
+threads 1.03, 0.99, 1.00); run directly by fio, tkbench's job file as rendered
+and with each of its choices taken out alone, or with per-interval logs (200 ms)
+added, had 0.97-1.06 of the IOPS of threads (first run, ``--bisect``): none
+costs more than the noise.  An earlier 0.73 (781k against 858k as processes
+and 1,070k as threads, without a cgroup) did not reproduce; outside a cgroup the
+machine's other load decides (at a load average of 25: processes 187k, threads
+49k, tkbench 58k).  Before (one idle-ish machine, November 2026): medians
+5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.  A hang of a few shorter runs
+under load (a round held in its hand-off for ever) looks like fio's own, one
+thread in io_getevents, that tkbench.runner prevents since (SIGCHLD).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
+import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,7 +106,7 @@ from tkbench.plan import Point
 from tkbench.records import Round
 from tkbench.runner import LocalFio, LocalFioProcess
 from tkbench.store import RunStore, load_run
-from tkbench.target import open_target
+from tkbench.target import Target, open_target
 
 TEST = "iops"  # the quick profile's test whose points are measured
 SECTION = re.compile(r"^\[(p\d{3})_[^\]]*\]$", re.MULTILINE)
@@ -111,12 +146,11 @@ class LoggingFio(LocalFio):
         return super().start(jobfile, workdir, **kw)
 
 
-def engine_rounds(
-    dev: str, work: Path, runtime: float, rounds: int, logs: Path | None, back_to_back: bool
-) -> tuple[list[Round], tuple[Point, ...]]:
-    """``rounds`` rounds of the quick IOPS points on ``dev``, run by the engine: the
-    stored rounds and the points."""
-    # the IOPS test alone, whatever else the profile holds (every other test off)
+def plan_rounds(
+    dev: str, runtime: float, rounds: int, extra: tuple[str, ...] = ()
+) -> tuple[planmod.Plan, Target]:
+    """The plan of ``rounds`` rounds of the quick profile's IOPS test alone (whatever
+    else the profile holds: every other test off), ``extra`` more overrides, on ``dev``."""
     others = [f"tests.{t.name}.enabled=false" for t in profile.load("quick").tests]
     prof = profile.load(
         "quick",
@@ -127,10 +161,25 @@ def engine_rounds(
             f"tests.{TEST}.repeat={rounds}",
             f"tests.{TEST}.purge=false",
             f"tests.{TEST}.precondition=false",
+            *extra,
         ],
     )
     target = open_target(dev)
-    pl = planmod.build(prof, target.info())
+    return planmod.build(prof, target.info()), target
+
+
+def engine_rounds(
+    dev: str,
+    work: Path,
+    runtime: float,
+    rounds: int,
+    logs: Path | None,
+    back_to_back: bool,
+    extra: tuple[str, ...] = (),
+) -> tuple[list[Round], tuple[Point, ...]]:
+    """Those rounds (:func:`plan_rounds`) run by the engine: the stored rounds and the
+    points."""
+    pl, target = plan_rounds(dev, runtime, rounds, extra)
     runner = LoggingFio(logs)
     store = RunStore.create(work, new_manifest(pl, target, runner.version(), [], []))
     Engine(pl, target, runner, store, options=EngineOptions(back_to_back=back_to_back)).run()
@@ -184,7 +233,9 @@ def stonewall_round(work: Path) -> list[float]:
     return gaps(logs)[0]
 
 
-def hand_written(point: Point, dev: str, size: int) -> list[str]:
+def hand_written(point: Point, dev: str, size: int, thread: bool = True) -> list[str]:
+    """fio's command line for ``point`` as one would write it by hand: its job
+    parameters and nothing of tkbench's job files but ``thread`` when asked."""
     args = [
         "fio",
         "--output-format=json",
@@ -192,7 +243,7 @@ def hand_written(point: Point, dev: str, size: int) -> list[str]:
         f"--filename={dev}",
         "--ioengine=libaio",
         "--direct=1",
-        "--thread",
+        *(["--thread"] if thread else []),
         "--group_reporting",
         f"--rw={point.rw}",
         f"--bs={point.bs}",
@@ -222,6 +273,155 @@ def by_hand(points: tuple[Point, ...], rounds: int, dev: str, size: int, work: P
     return total
 
 
+def fio_iops(argv: list[str], work: Path) -> float:
+    """The IOPS of one fio run (every job summed)."""
+    out = subprocess.run(argv, cwd=work, capture_output=True, text=True, check=True)
+    return sum(j.read.iops + j.write.iops for j in parse(out.stdout).jobs)
+
+
+# ------------------------------------------------------------------ high IOPS
+
+# The high-IOPS point: 4 KiB random reads, 4 threads x 32 deep (T4/Q32)
+HIGH = (
+    f'tests.{TEST}.mixes=["100/0"]',
+    f'tests.{TEST}.block_sizes=["4k"]',
+    f'tests.{TEST}.tracking=["iops 4k 100/0"]',
+    "workload.numjobs=4",
+    "workload.iodepth=32",
+)
+# tkbench's job-file choices, each taken out (or changed) alone and run by fio directly
+VARIANTS: dict[str, dict[str, str | None]] = {
+    "as-rendered": {},
+    "no-thread": {"thread": None},
+    "no-lat_percentiles": {"lat_percentiles": None, "percentile_list": None},
+    "no-random_generator": {"random_generator": None},
+    "no-norandommap": {"norandommap": None, "randrepeat": None},
+    "no-refill_buffers": {"refill_buffers": None},
+    "no-log_unix_epoch": {"log_unix_epoch": None},
+    "no-group_options": {"group_reporting": None, "new_group": None},
+    "per-interval-logs": {
+        "write_iops_log": "log_p",
+        "write_bw_log": "log_p",
+        "write_lat_log": "log_p",
+        "log_avg_msec": "200",
+    },
+}
+
+
+class CpuGroup:
+    """This process (and the fio it starts) in a cpu cgroup of its own, when it can be
+    made (root; cgroup v1's cpu controller or v2's): inside a cgroup the kernel's
+    autogroup scheduling (one CPU share per session, sched_autogroup_enabled) no
+    longer applies, and fio's processes, which each call setsid(), would otherwise
+    get one share each against the machine's other load while threads share one.
+    ``shares``: the group's cpu.shares (v1; v2's cpu.weight in proportion)."""
+
+    def __init__(self, shares: int) -> None:
+        self.shares = shares
+        self.path: Path | None = None
+        self.parent: Path | None = None
+        self.note = "no cgroup (autogroup scheduling applies)"
+
+    def __enter__(self) -> CpuGroup:
+        v1 = Path("/sys/fs/cgroup/cpu")
+        v2 = Path("/sys/fs/cgroup")
+        for parent, knob, value in (
+            (v1, "cpu.shares", str(self.shares)),
+            (v2, "cpu.weight", str(max(1, min(10000, self.shares * 100 // 1024)))),
+        ):
+            if not (parent / "cgroup.procs").exists() or not (parent / knob).parent.exists():
+                continue
+            path = parent / f"tkbench-bench-{os.getpid()}"
+            try:
+                path.mkdir()
+                (path / knob).write_text(value)
+                (path / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            self.path, self.parent = path, parent
+            self.note = f"cgroup {path} ({knob}={value})"
+            break
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.path is not None and self.parent is not None:
+            with contextlib.suppress(OSError):
+                (self.parent / "cgroup.procs").write_text(str(os.getpid()))
+                self.path.rmdir()
+
+
+def variant_jobfile(text: str, changes: dict[str, str | None]) -> str:
+    """tkbench's round job file without its hand-off hooks and start delay, with
+    ``changes`` (option -> new value, None: left out) in every section."""
+    out = []
+    for line in text.splitlines():
+        key = line.partition("=")[0]
+        if key in ("exec_prerun", "exec_postrun", "startdelay") or key in changes:
+            continue
+        out.append(line)
+        if line.startswith("[") and line != "[global]":
+            out += [f"{k}={v}" for k, v in changes.items() if v is not None]
+    return "\n".join(out) + "\n"
+
+
+def high_iops(args: argparse.Namespace, tmpd: Path) -> dict[str, Any]:
+    """tkbench's high-IOPS point against hand-written fio, as processes and as
+    threads, in turns (the order rotates every repetition), on a file in tmpfs;
+    with ``--bisect``, each of tkbench's job-file choices alone, against threads."""
+    shm = Path(args.iops_dir)
+    target = Path(tempfile.mkdtemp(prefix="tkbench-bench-", dir=shm)) / "t.img"
+    size = args.iops_size_mib << 20
+    with open(target, "wb") as fh:
+        fh.write(b"\x5a" * size)  # allocated pages: reads copy data
+    pl, _ = plan_rounds(str(target), args.iops_runtime, args.iops_rounds, HIGH)
+    (point,) = next(t for t in pl.tests if t.name == TEST).points
+    figures: dict[str, list[float]] = {"tkbench": [], "processes": [], "threads": []}
+    bisect: dict[str, list[float]] = {}
+    load_before = os.getloadavg()
+    try:
+        with CpuGroup(args.cpu_shares) as group:
+            for rep in range(args.iops_reps):
+                work = tmpd / f"high{rep}"
+                work.mkdir()
+                runs = ["tkbench", "processes", "threads"]
+                runs = runs[rep % 3 :] + runs[: rep % 3]
+                for what in runs:
+                    if what == "tkbench":
+                        rounds, points = engine_rounds(
+                            str(target), work / "run", args.iops_runtime, args.iops_rounds,
+                            None, True, HIGH,
+                        )  # fmt: skip
+                        figures[what] += [p.iops for r in rounds for p in r.points]
+                    else:
+                        argv = hand_written(points[0], str(target), size, what == "threads")
+                        figures[what].append(fio_iops(argv, work))
+                if args.bisect:
+                    text = (work / "run/tests/iops/rounds/0001.fio").read_text()
+                    for name, changes in VARIANTS.items():
+                        job = work / f"{name}.fio"
+                        job.write_text(variant_jobfile(text, changes))
+                        argv = hand_written(point, str(target), size, True)
+                        ratio = fio_iops(["fio", "--output-format=json", str(job)], work)
+                        bisect.setdefault(name, []).append(ratio / fio_iops(argv, work))
+    finally:
+        shutil.rmtree(target.parent, ignore_errors=True)
+    best = max(median(figures["processes"]), median(figures["threads"]))
+    return {
+        "iops_runtime_s": args.iops_runtime,
+        "iops_repetitions": args.iops_reps,
+        "iops_k": {k: [round(v / 1e3) for v in vs] for k, vs in figures.items()},
+        "iops_median_k": {k: round(median(vs) / 1e3, 1) for k, vs in figures.items()},
+        "ratio_to_threads": round(median(figures["tkbench"]) / median(figures["threads"]), 3),
+        "ratio_to_processes": round(median(figures["tkbench"]) / median(figures["processes"]), 3),
+        "ratio_to_best": round(median(figures["tkbench"]) / best, 3),
+        "bisect_ratio_to_threads": {k: round(median(v), 3) for k, v in bisect.items()},
+        "scheduling": group.note,
+        "load_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+    }
+
+
 def median(values: list[float]) -> float:
     """The median; nan for no values (one round has no gap between rounds)."""
     return statistics.median(values) if values else float("nan")
@@ -233,6 +433,19 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds per repetition (default 3)")
     ap.add_argument("--reps", type=int, default=4, help="repetitions (default 4)")
     ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--iops-runtime", type=float, default=3.0, help="high IOPS: s per point")
+    ap.add_argument("--iops-rounds", type=int, default=2, help="high IOPS: tkbench's rounds")
+    ap.add_argument("--iops-reps", type=int, default=3, help="high IOPS: repetitions")
+    ap.add_argument("--iops-size-mib", type=int, default=256, help="high IOPS: file size")
+    ap.add_argument("--iops-dir", default="/dev/shm", help="high IOPS: a tmpfs directory")
+    ap.add_argument(
+        "--cpu-shares",
+        type=int,
+        default=1024,
+        help="cpu.shares of the high-IOPS part's cgroup (default 1024, the same as any "
+        "other group; more: a larger share of a loaded machine)",
+    )
+    ap.add_argument("--bisect", action="store_true", help="high IOPS: each job-file choice alone")
     args = ap.parse_args()
 
     size = args.size_mib << 20
@@ -270,6 +483,7 @@ def main() -> int:
                     hand_iops += by_hand(points, args.rounds, dev, size, work)
         finally:
             subprocess.run(["losetup", "-d", dev], check=False)
+        high = high_iops(args, tmpd)
     overlaps = [g for g in within + between if g < 0]
     ratio = tk_iops / hand_iops if hand_iops else float("nan")
     print(
@@ -286,6 +500,7 @@ def main() -> int:
                 "overlaps": len(overlaps),
                 "tkbench_iops_sum": round(tk_iops),
                 "hand_written_iops_sum": round(hand_iops),
+                "high_iops": high,
             }
         )
     )
@@ -297,7 +512,9 @@ def main() -> int:
         print(f"FAIL: {len(overlaps)} overlap(s) (worst {min(overlaps):.1f} ms)")
     print(
         f"median_gap_ms={median(within):.2f} max_gap_ms={max(within, default=math.nan):.2f} "
-        f"median_round_gap_ms={median(between):.2f} ratio={ratio:.3f}"
+        f"median_round_gap_ms={median(between):.2f} ratio={ratio:.3f} "
+        f"high_iops_k={high['iops_median_k']['tkbench']:.1f} "
+        f"high_iops_ratio={high['ratio_to_best']:.3f}"
     )
     return 1 if overlaps else 0
 

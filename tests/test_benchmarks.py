@@ -26,10 +26,13 @@ def _env() -> dict[str, str]:
 @pytest.mark.fio
 @pytest.mark.skipif(os.geteuid() != 0, reason="attaching a loop device needs root")
 def test_round_overhead_runs_and_prints_its_figures(tmp_path: Path) -> None:
-    """Two rounds of the quick profile's IOPS points at 0.2 s, once: whatever other
-    tests the quick profile plans, the benchmark runs its IOPS test alone."""
+    """Two rounds of the quick profile's IOPS points at 0.2 s, once, and the high-IOPS
+    point once against hand-written fio: whatever other tests the quick profile plans,
+    the benchmark runs its IOPS test alone."""
     argv = [sys.executable, str(ROOT / "benchmarks" / "round_overhead.py")]
     argv += ["--runtime", "0.2", "--rounds", "2", "--reps", "1", "--size-mib", "16"]
+    argv += ["--iops-runtime", "0.3", "--iops-rounds", "1", "--iops-reps", "1"]
+    argv += ["--iops-size-mib", "16"]
     # a bound, not a timing: a hang fails the test instead of holding the suite
     done = subprocess.run(
         argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600, check=False
@@ -38,12 +41,13 @@ def test_round_overhead_runs_and_prints_its_figures(tmp_path: Path) -> None:
     last = done.stdout.strip().splitlines()[-1]
     m = re.fullmatch(
         rf"median_gap_ms={FIGURE} max_gap_ms={FIGURE} median_round_gap_ms={FIGURE} "
-        rf"ratio={FIGURE}",
+        rf"ratio={FIGURE} high_iops_k={FIGURE} high_iops_ratio={FIGURE}",
         last,
     )
     assert m is not None, last
     assert all(math.isfinite(float(v)) for v in m.groups())
     assert float(m.group(4)) > 0  # tkbench measured IOPS, and so did hand-written fio
+    assert float(m.group(5)) > 0 and float(m.group(6)) > 0  # and at high IOPS
 
 
 @pytest.mark.fio

@@ -60,7 +60,8 @@ SLACK = 0.05
 # long a point waits beyond its predecessor's runtime: an I/O that stalls for a minute
 # (a drive's firmware, a host's storage) delays the points after it, it does not fail
 # the round (a stall of 60 s did, with a 60 s hand-off margin, while tkbench itself
-# would have waited ten minutes for the round).
+# would have waited ten minutes for the round).  A fio none of whose job threads runs
+# any more, past its plan, is stopped sooner (tkbench.runner.STALL_AFTER).
 STALL_MARGIN = 600.0
 
 
@@ -160,6 +161,12 @@ def global_options(
     opts.update(
         {
             "direct": direct,
+            # jobs as threads of the one fio process: as processes each job calls
+            # setsid() (fio 3.33 backend.c), so stopping fio's process group (SIGKILL
+            # after a grace) would leave them running, with no check for their parent's
+            # death.  Processes ran no faster, beyond the noise, at ~900k IOPS (benchmarks/
+            # round_overhead.py); only on a machine with other load they take more CPU, a
+            # share per job under autogroup scheduling
             "thread": True,
             "group_reporting": True,
             "size": active_bytes,
@@ -286,6 +293,59 @@ def stream_starts(
         pos = moved.get((point.bs, point.mix.read), 0) // point.numjobs % region
         out[point.job_name] = pos - pos % point.bs
     return out
+
+
+_MS = re.compile(r"(\d+)ms")
+
+
+def planned_seconds(text: str) -> float | None:
+    """How long fio should run a job file rendered here, in seconds from its start:
+    the latest planned end of a section (its ``startdelay``, ``LEAD`` more with a
+    hand-off, plus its ``runtime``), and at least the sum of the runtimes (points that
+    follow each other by stonewall).  None when a section has no runtime (a run of so
+    many bytes, such as the preconditioning) or a duration is not one this module
+    writes: no plan, so no watchdog (tkbench.runner)."""
+    try:
+        parsed = sections(text)
+    except ValueError:
+        return None
+    common = parsed.pop("global", {})
+    ends: list[float] = []
+    total = 0.0
+    for own in parsed.values():
+        opts = {**common, **own}
+        runtime = _seconds(opts.get("runtime"))
+        delay = _seconds(opts.get("startdelay", "0ms"))
+        if runtime is None or delay is None:
+            return None
+        lead = LEAD if "exec_prerun" in opts else 0.0
+        ends.append(delay + lead + runtime)
+        total += runtime
+    return max(total, *ends) if ends else None
+
+
+def sections(text: str) -> dict[str, dict[str, str]]:
+    """A job file's sections: {section: {option: value}}, in order (comments and blank
+    lines skipped); ValueError for an option outside a section."""
+    out: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = out.setdefault(line[1:-1], {})
+            continue
+        if current is None:
+            raise ValueError(f"option outside a section: {line!r}")
+        key, _, value = line.partition("=")
+        current[key.strip()] = value.strip()
+    return out
+
+
+def _seconds(value: str | None) -> float | None:
+    m = _MS.fullmatch(value or "")
+    return int(m.group(1)) / 1000 if m else None
 
 
 def schedule(points: Sequence[Point], slack: float = DEFAULT_GUARD + SLACK) -> list[float]:

@@ -2,13 +2,38 @@
 
 ``LocalFio`` runs fio on this host; ``ClientFio`` drives fio servers
 (``fio --server`` on each host) through fio's own client/server mode.
+
+Two guards against a fio that stops doing I/O and never ends:
+
+* fio starts with SIGCHLD blocked.  With ``thread`` every job is a thread of one
+  process, and the exit of a child that one job's ``exec_prerun``/``exec_postrun``
+  started (tkbench's hand-off) interrupts another job's ``io_getevents``; fio up to
+  3.34 then waits again for events it has already reaped and hangs for ever in its
+  last reaping (engines/libaio.c, fixed in fio 3.35: commit a8f6714e).  A blocked
+  SIGCHLD wakes no thread; fio waits for its children with ``waitpid`` and has no
+  handler for it.  Measured with fio 3.33 (a job file of 30 points of eight clones
+  with both hooks, on a file): a hang in 3 runs of 3 without the mask, none in 15
+  with it.
+* a watchdog (:class:`Progress`): a run past its planned end (read from its job
+  file, :func:`tkbench.jobfile.planned_seconds`) in which no job thread of fio has
+  run on a CPU for ``stall_after`` seconds is stopped (SIGTERM, SIGKILL after a
+  grace) and fails as :class:`FioStalled`, whatever the cause (a lost I/O, a
+  driver, fio itself).  A thread that submits or completes I/O runs; one that
+  waits for an I/O that never completes does not.  The threads' run time comes
+  from ``/proc`` (``schedstat``), not from fio's ``--status-interval`` reports:
+  fio 3.33 writes a report only once every job thread has answered it
+  (stat.c, ``rusage_sem``), and a thread in tkbench's hand-off, or hung, never
+  does, so the reports of a round come at its end or never.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +49,7 @@ from .errors import (
     ToolMissingError,
 )
 from .fiojson import FioOutput, check_jobs, parse
+from .jobfile import planned_seconds
 from .records import FioCall
 
 MIN_FIO = (3, 1)
@@ -60,8 +86,17 @@ class FioFailed(DeviceError):
         self.run = run
 
 
+class FioStalled(FioFailed):
+    """fio was past its planned end and none of its job threads ran for too long (it
+    waited for I/O that never completed): stopped."""
+
+
 # Seconds between fio's status reports while a round runs (live figures).
 STATUS_INTERVAL = 5
+# Seconds in which no job thread of fio ran, past a run's planned end, after which
+# fio is stopped and the run fails: twice the longest stall of a drive's firmware
+# tkbench lets delay a round (a minute, see tkbench.jobfile.STALL_MARGIN).
+STALL_AFTER = 120.0
 
 
 class FioProcess(Protocol):
@@ -117,9 +152,10 @@ def _parse_version(text: str) -> tuple[int, ...]:
 class LocalFio:
     """fio on this host."""
 
-    def __init__(self, binary: str = "fio") -> None:
+    def __init__(self, binary: str = "fio", stall_after: float | None = None) -> None:
         self.binary = binary
         self._version: str | None = None
+        self.stall_after = STALL_AFTER if stall_after is None else stall_after
 
     @property
     def hosts(self) -> list[str]:
@@ -176,24 +212,49 @@ class LocalFio:
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
     ) -> LocalFioProcess:
-        """Start fio on a job file (in ``workdir``) and return at once."""
+        """Start fio on a job file (in ``workdir``) and return at once; with a planned
+        duration in the job file (and fio on this host), under the watchdog."""
         status = on_line is not None and self.live_status
         argv = self.command(jobfile, json_plus, status)
+        planned = self._plan(jobfile)
         started = time.time()
-        running = proc.spawn(
-            argv, timeout=timeout, cwd=workdir, on_line=on_line if status else None
-        )
-        return LocalFioProcess(argv, running, started, status, expect_io)
+        with _sigchld_blocked():  # fio inherits the mask (see the module's docstring)
+            running = proc.spawn(
+                argv, timeout=timeout, cwd=workdir, on_line=on_line if status else None
+            )
+        watch = None
+        if planned is not None:
+            watch = Progress(planned, self.stall_after, ThreadActivity(running.pid).sample)
+        deadline = time.monotonic() + timeout
+        return LocalFioProcess(argv, running, started, status, expect_io, watch, deadline)
+
+    def _plan(self, jobfile: Path) -> float | None:
+        """The job file's planned duration (None: unknown); none for fio servers, whose
+        threads are on other hosts."""
+        if self.hosts:
+            return None
+        try:
+            return planned_seconds(jobfile.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
 
 
 class LocalFioProcess:
     """A fio process of :class:`LocalFio` (or its client mode) under way."""
 
     def __init__(
-        self, argv: list[str], running: proc.Running, started: float, status: bool, expect_io: bool
+        self,
+        argv: list[str],
+        running: proc.Running,
+        started: float,
+        status: bool,
+        expect_io: bool,
+        watch: Progress | None = None,
+        deadline: float = float("inf"),
     ) -> None:
         self.argv, self.running, self.started = argv, running, started
         self.status, self.expect_io = status, expect_io
+        self.watch, self.deadline = watch, deadline  # deadline: monotonic, its timeout
 
     @property
     def pid(self) -> int:
@@ -205,8 +266,28 @@ class LocalFioProcess:
     def stop(self) -> None:
         self.running.stop()
 
+    def _watch(self) -> str:
+        """While fio runs: the watchdog's verdict every :data:`POLL` seconds; once it
+        says stalled, fio is stopped and the verdict returned ("" when fio ended, or
+        its timeout came, first: ``proc.Running.wait`` handles that)."""
+        watch = self.watch
+        if watch is None:
+            return ""
+        try:
+            while not self.running.finished() and time.monotonic() < self.deadline:
+                why = watch.stalled()
+                if why:
+                    self.running.stop()
+                    return why
+                time.sleep(POLL)
+        except BaseException:  # Ctrl-C, SIGTERM: stop fio first, as proc.Running.wait does
+            self.running.stop()
+            raise
+        return ""
+
     def wait(self) -> FioRun:
         argv, started, status = self.argv, self.started, self.status
+        stalled = self._watch()
         try:
             done = self.running.wait()
         except CommandError as exc:  # timeout
@@ -216,6 +297,8 @@ class LocalFioProcess:
             raise FioFailed(str(exc), run) from None
         out = final_report(done.stdout) if status else done.stdout
         run = FioRun(argv, done.returncode, out, done.stderr, done.seconds, started)
+        if stalled:
+            raise FioStalled(f"{stalled} [command: {' '.join(argv)}]", run)
         try:
             run.output = parse(out)
         except FioParseError as exc:
@@ -260,6 +343,115 @@ class ClientFio(LocalFio):
 
     def _job_args(self, jobfile: Path) -> list[str]:
         return [arg for host in self.servers for arg in (f"--client={host}", str(jobfile))]
+
+
+# Seconds between two looks of the watchdog at a running fio.
+POLL = 1.0
+
+
+class Progress:
+    """The watchdog's view of a fio run: a run is stalled once it is past its
+    ``planned`` end (seconds from its start) and ``activity`` (a reading that changes
+    whenever a job thread runs: :class:`ThreadActivity`) has not changed for
+    ``stall_after`` seconds.  A run's own planned waits (its turn in the hand-off, host
+    idle) are within its plan."""
+
+    def __init__(
+        self,
+        planned: float,
+        stall_after: float,
+        activity: Callable[[], object],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.planned, self.stall_after = planned, stall_after
+        self._activity, self._clock = activity, clock
+        self.t0 = self.changed = clock()
+        self._last = activity()
+
+    def stalled(self) -> str:
+        """Why the run counts as stalled now, or "" (reads the activity once)."""
+        now = self._clock()
+        reading = self._activity()
+        if reading != self._last:
+            self._last, self.changed = reading, now
+        quiet_since = max(self.changed, self.t0 + self.planned)
+        if now - quiet_since < self.stall_after:
+            return ""
+        return (
+            f"fio stalled: no thread of fio ran for {now - self.changed:.0f} s, "
+            f"{now - self.t0 - self.planned:.0f} s past its planned {self.planned:.0f} s "
+            "(an I/O lost or never completed); stopped it"
+        )
+
+
+class ThreadActivity:
+    """How much fio's job threads have run: ``sample()`` is the set of their ids and
+    their total run time (nanoseconds, ``/proc/PID/task/TID/schedstat``; clock ticks
+    from ``stat`` where the kernel keeps no schedstat).  fio's main thread (it polls
+    on a timer) and its helper thread (disk statistics on a timer) are left out: the
+    helper is the oldest of fio's other threads once fio's start-up threads (its
+    clock's check, a thread per CPU) are gone, as it is started before any job
+    (fio 3.33 backend.c, ``helper_thread_create`` before ``run_threads``) and lives
+    until the end; during the start-up no job runs yet."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.helper: int | None = None
+        self._started: dict[int, tuple[int, int]] = {}  # thread id -> start (cached)
+
+    def sample(self) -> tuple[frozenset[int], int]:
+        task = f"/proc/{self.pid}/task"
+        try:
+            tids = [int(t) for t in os.listdir(task) if t.isdigit()]
+        except OSError:
+            return frozenset(), 0  # gone: fio has ended, and wait() sees it
+        others = [t for t in tids if t != self.pid]
+        started = {t: self._started.get(t) or _started(f"{task}/{t}", t - self.pid) for t in others}
+        self._started = started
+        self.helper = min(others, key=started.__getitem__) if others else None
+        jobs = frozenset(t for t in others if t != self.helper)
+        return jobs, sum(_run_time(f"{task}/{t}") for t in jobs)
+
+
+def _stat_fields(thread_dir: str) -> list[str]:
+    """The fields of a thread's ``stat`` after its name (field 3 first)."""
+    with open(f"{thread_dir}/stat", encoding="ascii", errors="replace") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
+def _started(thread_dir: str, offset: int) -> tuple[int, int]:
+    """When a thread started (clock ticks since boot, then its id's distance from the
+    process's, counted past a wrap of the ids): the earliest sorts first."""
+    try:
+        tick = int(_stat_fields(thread_dir)[19])  # starttime, field 22
+    except (OSError, ValueError, IndexError):
+        tick = 1 << 62
+    return tick, offset % (1 << 22)  # ids wrap at pid_max, at most 2**22
+
+
+def _run_time(thread_dir: str) -> int:
+    """A thread's time on a CPU so far (0 once it is gone)."""
+    try:
+        with open(f"{thread_dir}/schedstat", encoding="ascii") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        fields = _stat_fields(thread_dir)
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@contextlib.contextmanager
+def _sigchld_blocked() -> Iterator[None]:
+    """SIGCHLD blocked in this thread while a child is started: the child keeps the
+    mask across exec (see the module's docstring)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def final_report(stdout: str) -> str:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tkbench import jobfile
 from tkbench.errors import FioJobError
 from tkbench.fiojson import DEFAULT_PERCENTILES, check_jobs, parse
 from tkbench.runner import FioFailed, FioRun
@@ -314,20 +315,7 @@ class FakeProcess:
 
 def parse_jobfile(text: str) -> dict[str, dict[str, str]]:
     """fio job file -> {section: {option: value}} (comments and blank lines skipped)."""
-    sections: dict[str, dict[str, str]] = {}
-    current: dict[str, str] | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], {})
-            continue
-        if current is None:
-            raise ValueError(f"option outside a section: {line!r}")
-        key, _, value = line.partition("=")
-        current[key.strip()] = value.strip()
-    return sections
+    return jobfile.sections(text)
 
 
 def _call(test: str, rnd: int, name: str, opts: Mapping[str, str], json_plus: bool) -> Call:

@@ -1,0 +1,265 @@
+"""A fio that stops completing I/O: never for tkbench's own hooks (SIGCHLD blocked),
+and, whatever the cause, the run fails within a bound and resumes (the watchdog)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import FAST, STAGED_OFF
+from tkbench import jobfile
+from tkbench.emulator import check_nbdkit
+from tkbench.runner import FioStalled, LocalFio, Progress, ThreadActivity
+from tkbench.store import load_run
+
+SIGCHLD_BIT = 1 << (signal.SIGCHLD - 1)
+
+
+def test_progress_counts_only_past_the_plan_and_without_activity() -> None:
+    now, ran = [100.0], [0]
+    watch = Progress(10.0, 5.0, activity=lambda: ran[0], clock=lambda: now[0])
+    now[0] = 114.9
+    assert watch.stalled() == ""  # quiet since 100, but planned until 110: 4.9 s
+    now[0] = 115.0
+    assert "no thread of fio ran for 15 s" in watch.stalled()
+    now[0], ran[0] = 116.0, 1  # a thread ran: quiet counted from here
+    assert watch.stalled() == ""
+    now[0] = 120.9
+    assert watch.stalled() == ""
+    now[0] = 121.0
+    assert watch.stalled().startswith("fio stalled")
+
+
+@pytest.mark.fio
+def test_thread_activity_sees_fio_job_threads_run_and_stop(tmp_path: Path) -> None:
+    """A job thread doing I/O runs; one in a hand-off-like wait (exec_prerun) does not;
+    fio's main and helper threads are not counted."""
+    target = tmp_path / "t.img"
+    target.write_bytes(b"\0" * (1 << 20))
+    job = tmp_path / "j.fio"
+    job.write_text(
+        f"[global]\nfilename={target}\nsize=1M\nthread=1\ntime_based=1\n"
+        "[busy]\nrw=randread\nruntime=30000ms\n"
+        "[waits]\nrw=read\nruntime=1000ms\nexec_prerun=sleep 30\n"
+    )
+    running = LocalFio().start(job, tmp_path, json_plus=False, timeout=60)
+    try:
+        activity = ThreadActivity(running.pid)
+        limit = time.monotonic() + 20
+        while len(activity.sample()[0]) < 2:  # both job threads are up
+            assert time.monotonic() < limit, "fio's job threads did not start"
+            time.sleep(0.05)
+        jobs, first = activity.sample()
+        assert running.pid not in jobs and activity.helper not in jobs
+        time.sleep(0.5)
+        assert activity.sample()[1] > first  # the busy job ran
+        task = Path(f"/proc/{running.pid}/task")
+        # the waiting job's thread did not: it sits in its prerun for 30 s
+        times = {t: int((task / str(t) / "schedstat").read_text().split()[0]) for t in jobs}
+        time.sleep(0.5)
+        later = {t: int((task / str(t) / "schedstat").read_text().split()[0]) for t in jobs}
+        assert sorted(later[t] > times[t] for t in jobs) == [False, True]
+    finally:
+        running.stop()
+
+
+def test_planned_seconds_of_rendered_job_files() -> None:
+    handoff = (
+        "[global]\nruntime=9ms\n\n[a]\nruntime=1000ms\nstartdelay=0ms\nexec_prerun=x\n\n"
+        "[b]\nruntime=2000ms\nstartdelay=500ms\nexec_prerun=x\n"
+    )
+    # b: 0.5 s startdelay, LEAD more for its hand-off, 2 s of runtime
+    assert jobfile.planned_seconds(handoff) == pytest.approx(0.5 + jobfile.LEAD + 2.0)
+    stonewalled = "[global]\nruntime=1500ms\n[a]\n[b]\nstonewall=1\n"
+    assert jobfile.planned_seconds(stonewalled) == pytest.approx(3.0)
+    precondition = "[global]\nsize=1\n[precondition]\nrw=write\nio_size=4096\n"
+    assert jobfile.planned_seconds(precondition) is None
+
+
+def _hooks_job(path: Path, target: Path, points: int, clones: int) -> Path:
+    """Points of many clones, each with both hooks: many children's exits while
+    other clones reap their last I/Os."""
+    lines = [
+        "[global]",
+        "ioengine=libaio",
+        f"filename={target}",
+        "direct=1",
+        "thread=1",
+        "size=64M",
+        "rw=randread",
+        "bs=4k",
+        "iodepth=32",
+        f"numjobs={clones}",
+        "time_based=1",
+        "runtime=100ms",
+        "group_reporting=1",
+        "exec_prerun=:",
+        "exec_postrun=:",
+    ]
+    for i in range(points):
+        lines += ["", f"[p{i}]", "stonewall=1", "new_group=1"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.fio
+def test_fio_starts_with_sigchld_blocked(tmp_path: Path) -> None:
+    target = tmp_path / "t.img"
+    target.write_bytes(b"\0" * (1 << 20))
+    job = tmp_path / "j.fio"
+    job.write_text(f"[a]\nfilename={target}\nsize=1M\nrw=read\nruntime=3000ms\ntime_based=1\n")
+    running = LocalFio().start(job, tmp_path, json_plus=False, timeout=60)
+    try:
+        status = Path(f"/proc/{running.pid}/status").read_text()
+    finally:
+        running.stop()
+    blocked = next(int(ln.split()[1], 16) for ln in status.splitlines() if ln.startswith("SigBlk"))
+    assert blocked & SIGCHLD_BIT
+    # and the thread that started it has its own mask back
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, []) & {signal.SIGCHLD}
+
+
+@pytest.mark.fio
+def test_the_hooks_of_fio_threads_do_not_hang_its_last_reaping(tmp_path: Path) -> None:
+    """fio 3.33 hung in io_getevents (its last reaping, nothing in flight) in 3 of 3
+    runs of such a job file when SIGCHLD reached its threads; with the mask, none in
+    15.  Two runs here; without the fix this test failed (the watchdog stopped fio)."""
+    target = tmp_path / "t.img"
+    with open(target, "wb") as fh:
+        fh.write(b"\1" * (64 << 20))  # allocated blocks: real reads, completed later
+    job = _hooks_job(tmp_path / "hooks.fio", target, points=24, clones=8)
+    fio = LocalFio(stall_after=5.0)
+    for _ in range(2):
+        try:
+            run = fio.run(job, tmp_path, json_plus=False, timeout=300)
+        except FioStalled as exc:
+            pytest.fail(str(exc))
+        assert run.output is not None and len(run.output.jobs) == 24
+
+
+# ----------------------------------------------------------------- a real stall
+
+STALL_AFTER = 3.0
+# tkbench itself, with the watchdog's window shortened (the only change)
+LAUNCH = (
+    "import runpy, tkbench.runner as r; "
+    f"r.STALL_AFTER = {STALL_AFTER}; "
+    "runpy.run_module('tkbench', run_name='__main__', alter_sys=True)"
+)
+
+
+class NbdServer:
+    """``nbdkit memory`` on a socket in ``directory``, to stop, continue and restart."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.sock = directory / "mem.sock"
+        self.uri = f"nbd+unix:///?socket={self.sock}"
+        self.log = directory / "nbdkit.log"  # its messages, for a failed test
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        pidfile = self.directory / "mem.pid"
+        pidfile.unlink(missing_ok=True)
+        self.sock.unlink(missing_ok=True)  # an aborted server leaves its socket
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(
+                [check_nbdkit(), "-f", "-U", str(self.sock), "-P", str(pidfile), "memory", "64M"],
+                stdin=subprocess.DEVNULL,
+                stderr=log,
+            )
+        limit = time.monotonic() + 10
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert self.proc.poll() is None and time.monotonic() < limit, "nbdkit did not start"
+            time.sleep(0.02)
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, sig)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.signal(signal.SIGCONT)
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def nbd_server(tmp_path: Path) -> Iterator[NbdServer]:
+    server = NbdServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.fio
+def test_a_round_whose_io_stalls_fails_within_a_bound_and_resumes(
+    tmp_path: Path, nbd_server: NbdServer
+) -> None:
+    uri = nbd_server.uri
+    out = tmp_path / "run"
+    base = ["run", "--profile", "quick", "--yes", "--no-report", "--target", uri, "--out", str(out)]
+    sets = [*FAST, *STAGED_OFF, "tests.iops.rounds.max=6", "tests.iops.rounds.max_excursion=1e-9"]
+    for t in ("throughput", "latency", "wsat"):
+        sets.append(f"tests.{t}.enabled=false")
+    args = [sys.executable, "-c", LAUNCH, *base]
+    for s in sets:
+        args += ["--set", s]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        limit = time.monotonic() + 240
+        while not (out / "tests" / "iops" / "rounds" / "0001.json").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < limit, "no round in 240 s"
+            time.sleep(0.05)
+        nbd_server.signal(signal.SIGSTOP)  # every I/O from now on waits for ever
+        stopped = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        nbd_server.signal(signal.SIGCONT)
+    assert proc.returncode == 4, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("tkbench:")]
+    assert lines and "fio stalled" in lines[-1], err
+    assert "Traceback" not in err
+    # a round's plan (1.2 s of points, fio's start-up), the window, SIGTERM's 5-s grace
+    assert took < 60
+    before = load_run(out)
+    assert before.manifest.status == "failed"
+    assert list((out / "tests" / "iops" / "failed").glob("*"))
+    kept = [r.round for r in before.test("iops").rounds]
+    # nbdkit 1.32.5 often aborts once continued (connections.c: "raw_send_socket:
+    # Assertion `sock >= 0' failed": replies to the connections fio's end closed); the
+    # drive itself is not what this test is about: a new server, an empty disk
+    time.sleep(0.5)
+    assert nbd_server.proc is not None
+    if nbd_server.proc.poll() is not None:
+        nbd_server.start()
+    resume = subprocess.run(
+        [sys.executable, "-m", "tkbench", *base, "--resume", str(out), "--resume-gap", "3600"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert resume.returncode == 0, resume.stderr
+    after = load_run(out)
+    assert after.manifest.status == "complete"
+    rounds = [r.round for r in after.test("iops").rounds]
+    assert rounds[: len(kept)] == kept and rounds == list(range(1, len(rounds) + 1))
