@@ -100,12 +100,13 @@ class History(ABC):
         indexing again changes nothing but the directory (a run moved or copied) and
         what the new entry knows; what it does not know (the checks of a run
         imported from its directory, a rig not named) is kept from the old entry."""
-        entries = [entry_for(run, checks, rig) for run, checks in runs]
-        done = []
+        return self.put([entry_for(run, checks, rig) for run, checks in runs])
+
+    def put(self, entries: Iterable[Entry]) -> list[Indexed]:
+        """Index entries already built (:func:`.entry.entry_for`), all or none, in one
+        transaction, as :meth:`index` does."""
         with self._writer() as con:
-            for entry in entries:
-                done.append(self._put(con, entry))
-        return done
+            return [self._put(con, entry) for entry in entries]
 
     def _put(self, con: Connection, entry: Entry) -> Indexed:
         P = self.P
