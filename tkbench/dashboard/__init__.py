@@ -1,8 +1,10 @@
 """``tkbench dashboard``: a static site of the history's runs, trends per drive.
 
 One page per drive model and firmware (a chart per headline number and profile, a
-line per serial, each point linked to its run's report), an index of every drive
-with its latest run.  Plain HTML and inline SVG with a stylesheet and a small
+line per serial, each point linked to its run's report, the newest runs' table),
+pages of its older runs, an index of every drive with its latest run; what a page
+holds is bounded (:data:`.model.ROWS_SHOWN`, :data:`.site.MARKS_PER_PAGE`), so that
+no page grows with the history.  Plain HTML and inline SVG with a stylesheet and a small
 script beside them: no server, no network, readable without JavaScript.
 
 :mod:`.model` decides what is shown (regressions by the rule of ``tkbench run``,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -20,12 +21,17 @@ from ..errors import InputError
 from ..outputs import check_output, run_directory_of, write_output
 from ..paths import bundled
 from ..store import check_creatable
-from .chart import Chart, build_chart, colour
+from .chart import Budget, Chart, build_chart, colour
 from .model import ModelPage, Site, number
 
 MARKER = "tkbench dashboard"  # in every file the dashboard writes, near its top
 ASSETS = ("dashboard.css", "dashboard.js")  # copied as they are
 PAGES = "drive-*.html"
+# what the charts of one model page draw at most, shared among them (chart.Budget): a
+# point is some 400 bytes of markup, a corner of a line some 12; with the newest runs'
+# table (model.ROWS_SHOWN) a page stays near 1.5 MB whatever the history's size
+MARKS_PER_PAGE = 2000
+CORNERS_PER_PAGE = 30000
 
 
 @dataclass(frozen=True)
@@ -90,17 +96,29 @@ def render(site: Site, location: str, built: float | None = None) -> dict[str, s
     }
     out = {"index.html": env.get_template("index.html.j2").render(site=site, **common)}
     drive = env.get_template("drive.html.j2")
+    older = env.get_template("runs.html.j2")
     for page in site.pages:
-        out[page.filename] = drive.render(page=page, **common, **_page_charts(page))
+        drawn = _page_charts(page)
+        out[page.filename] = drive.render(page=page, **common, **drawn)
+        for section in page.sections:
+            for runs in section.older:
+                out[runs.filename] = older.render(runs=runs, colours=drawn["colours"], **common)
     return out
 
 
-def _page_charts(page: ModelPage) -> dict[str, object]:
+def _page_charts(page: ModelPage) -> dict[str, Any]:
     serial_index = {s.serial: i for i, s in enumerate(page.serials)}
+    count = sum(1 for section in page.sections for t in section.trends if t.series)
+    budget = Budget(
+        marks=max(len(serial_index), MARKS_PER_PAGE // max(count, 1)),
+        path=max(2 * len(serial_index), CORNERS_PER_PAGE // max(count, 1)),
+    )
     charts: dict[str, dict[str, Chart]] = {}
     for section in page.sections:
         charts[section.profile] = {
-            t.key: build_chart(t, serial_index) for t in section.trends if t.series
+            t.key: build_chart(t, serial_index, page.filename, budget)
+            for t in section.trends
+            if t.series
         }
     return {
         "serial_index": serial_index,
