@@ -8,9 +8,13 @@ serial.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .model import RunView, Trend, number
 
@@ -115,16 +119,17 @@ def _time_label(t: float, span: float) -> str:
     return time.strftime(fmt, time.gmtime(t))
 
 
-def _averaged(coords: list[tuple[float, float]], most: int) -> list[tuple[float, float]]:
-    """``coords`` (in time order) as at most ``most`` points: the means of runs of
-    consecutive points of (nearly) equal length; all of them when they fit."""
-    if len(coords) <= most:
-        return coords
-    out = []
-    for i in range(most):
-        part = coords[i * len(coords) // most : (i + 1) * len(coords) // most]
-        out.append((sum(c[0] for c in part) / len(part), sum(c[1] for c in part) / len(part)))
-    return out
+def _averaged(runs: Sequence[RunView], key: str, most: int) -> list[tuple[float, float]]:
+    """The start times and values of ``runs`` (in time order) as ``most`` points: the
+    means of groups of consecutive runs of (nearly) equal size."""
+    n = len(runs)
+    t = np.fromiter((r.entry.started or 0.0 for r in runs), float, n)
+    v = np.fromiter((r.numbers[key] for r in runs), float, n)
+    starts = (np.arange(most) * n) // most
+    sizes = np.diff(np.append(starts, n))
+    means_t = np.add.reduceat(t, starts) / sizes
+    means_v = np.add.reduceat(v, starts) / sizes
+    return list(zip(means_t.tolist(), means_v.tolist(), strict=True))
 
 
 def _marked(trend: Trend, most: int) -> set[int]:
@@ -133,13 +138,23 @@ def _marked(trend: Trend, most: int) -> set[int]:
     runs = [r for s in trend.series for r in s.runs]
     if len(runs) <= most:
         return {id(r) for r in runs}
-    latest = {id(s.runs[-1]) for s in trend.series}
+    chosen = {id(s.runs[-1]) for s in trend.series}
+    notable = [
+        r
+        for r in runs
+        if id(r) not in chosen
+        and (trend.key in r.regressed or r.acceptance == "FAIL" or r.entry.status != "complete")
+    ]
+    for r in heapq.nlargest(max(most - len(chosen), 0), notable, key=_started):
+        chosen.add(id(r))
+    rest = (r for r in runs if id(r) not in chosen)
+    for r in heapq.nlargest(max(most - len(chosen), 0), rest, key=_started):
+        chosen.add(id(r))
+    return chosen
 
-    def rank(r: RunView) -> tuple[bool, bool, float]:
-        notable = trend.key in r.regressed or r.acceptance == "FAIL" or r.entry.status != "complete"
-        return (id(r) not in latest, not notable, -(r.entry.started or 0.0))
 
-    return {id(r) for r in sorted(runs, key=rank)[:most]}
+def _started(r: RunView) -> float:
+    return r.entry.started or 0.0
 
 
 def build_chart(
@@ -208,8 +223,12 @@ def build_chart(
                     "\n".join(marks),
                 )
             )
-        coords = [(x(r.entry.started or 0.0), y(r.numbers[trend.key])) for r in s.runs]
-        path = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in _averaged(coords, corners))
+        if len(s.runs) <= corners:
+            path = " ".join(
+                f"{x(r.entry.started or 0.0)},{y(r.numbers[trend.key])}" for r in s.runs
+            )
+        else:
+            path = " ".join(f"{x(t)},{y(v)}" for t, v in _averaged(s.runs, trend.key, corners))
         i = serial_index.get(s.serial, 0)
         lines.append(Line(s.serial, colour(i), i, path, tuple(points)))
     direction = "higher is better" if trend.higher_is_better else "lower is better"

@@ -25,9 +25,11 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from urllib.parse import quote
+
+from markupsafe import Markup
 
 from ..analysis import better_is_higher
 from ..analysis.volfigures import unit_of
@@ -124,9 +126,9 @@ class RunView:
             return f"#{self.anchor}"
         return f"{self.row_page}#{self.anchor}"
 
-    @property
-    def regressed(self) -> set[str]:
-        return {r.key for r in self.regressions}
+    @cached_property
+    def regressed(self) -> frozenset[str]:
+        return frozenset(r.key for r in self.regressions)
 
     @cached_property
     def numbers(self) -> dict[str, float]:
@@ -295,14 +297,32 @@ def _higher_is_better(key: str) -> bool:
 def _known(headline: dict[str, float]) -> dict[str, float]:
     """The numbers whose direction this tkbench knows: those it can check.  A lab's
     history may hold runs of a newer tkbench with metrics this one lacks."""
-    out = {}
-    for key, value in headline.items():
-        try:
-            better_is_higher(key)
-        except ValueError:
-            continue
-        out[key] = value
-    return out
+    return {key: value for key, value in headline.items() if _checkable(key)}
+
+
+@lru_cache(maxsize=4096)
+def _checkable(key: str) -> bool:
+    """Whether this tkbench knows the direction of a headline number (a history holds
+    the same few keys in every run: asked once each)."""
+    try:
+        better_is_higher(key)
+    except ValueError:
+        return False
+    return True
+
+
+def value_cells(run: RunView, keys: Sequence[str]) -> Markup:
+    """The cells of a run's numbers in a table's row, one per key (``-`` where the run
+    has none), a regressed one marked: HTML made here rather than by a template loop,
+    since a lab's history has tens of thousands of rows of tens of numbers."""
+    cells = []
+    numbers, regressed = run.numbers, run.regressed
+    for key in keys:
+        value = numbers.get(key)
+        mark = " regression" if key in regressed else ""
+        text = number(value) if value is not None else "-"  # digits and signs: no escaping
+        cells.append(f'<td class="num value{mark}">{text}</td>')
+    return Markup("\n".join(cells))
 
 
 def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:

@@ -22,7 +22,7 @@ from ..outputs import check_output, run_directory_of, write_output
 from ..paths import bundled
 from ..store import check_creatable
 from .chart import Budget, Chart, build_chart, colour
-from .model import ModelPage, Site, number
+from .model import ModelPage, Site, number, value_cells
 
 MARKER = "tkbench dashboard"  # in every file the dashboard writes, near its top
 ASSETS = ("dashboard.css", "dashboard.js")  # copied as they are
@@ -50,6 +50,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=number, pct=lambda v: f"{v:g}")
+    env.globals.update(value_cells=value_cells)
     return env
 
 
