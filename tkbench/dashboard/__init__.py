@@ -39,10 +39,10 @@ def build_site(
 ) -> Built:
     """Write the dashboard of every run in ``history`` into the directory ``out``."""
     site.check_out_dir(out)  # bad input before the history is read
-    entries = history.entries()
-    content = model.build(entries, threshold, Path(os.path.abspath(out)))
-    pages = site.render(content, history.location, now if now is not None else time.time())
-    written = site.write(out, pages)
+    # read one entry at a time, each kept as the site needs it (model.build)
+    content = model.build(history.each(), threshold, Path(os.path.abspath(out)))
+    pages = site.each_page(content, history.location, now if now is not None else time.time())
+    written = site.write(out, pages, site.names(content))
     return Built(
         written.index, len(content.drives), len(content.pages), content.runs, len(written.removed)
     )

@@ -325,6 +325,21 @@ def value_cells(run: RunView, keys: Sequence[str]) -> Markup:
     return Markup("\n".join(cells))
 
 
+def _slim(e: Entry) -> Entry:
+    """The entry as the site needs it, taken as it is read: of its checks only the
+    failed acceptance checks (what :func:`_acceptance` shows), no repeated points (a
+    lab's year is tens of thousands of entries in memory at once)."""
+    checks = e.checks
+    if checks is not None:
+        failed = [
+            c
+            for c in checks.get("checks", [])
+            if not c.get("passed", False) and c.get("kind") != "regression"
+        ]
+        checks = {"checks": failed}
+    return replace(e, checks=checks, repeats=None)
+
+
 def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
     if e.checks is None:
         return "not checked", ()
@@ -464,10 +479,9 @@ def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> P
 def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
     """The site's contents.  ``site_dir``: where its pages will be (report links are
     relative to it)."""
-    entries = list(entries)
     by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for e in entries:
-        by_drive[(e.model, e.serial)].append(e)
+        by_drive[(e.model, e.serial)].append(_slim(e))
     views: list[RunView] = []
     for drive in by_drive.values():
         baselines = Baselines(drive)

@@ -4,13 +4,15 @@ The directory may hold other files: the dashboard writes only its own
 (``index.html``, ``dashboard.css``, ``dashboard.js``, ``drive-*.html``), refuses to
 overwrite a file of those names that it did not write (each carries
 :data:`MARKER`), and removes only drive pages of its own that a new build no longer
-has (a model or firmware pruned from the history).  Everything is rendered before
-anything is written.
+has (a model or firmware pruned from the history).  Every file name is checked
+before anything is written; then each page is written as it is rendered (a lab's
+year is hundreds of megabytes of pages, never held whole).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,24 @@ def _check_names(out: Path, names: list[str]) -> None:
 
 def render(site: Site, location: str, built: float | None = None) -> dict[str, str]:
     """Every page of the site: file name -> HTML."""
+    return dict(each_page(site, location, built))
+
+
+def names(site: Site) -> list[str]:
+    """The file names of the site's pages, as :func:`each_page` gives them."""
+    return [
+        "index.html",
+        *(name for page in site.pages for name in (page.filename, *_older_names(page))),
+    ]
+
+
+def _older_names(page: ModelPage) -> list[str]:
+    return [runs.filename for section in page.sections for runs in section.older]
+
+
+def each_page(site: Site, location: str, built: float | None = None) -> Iterator[tuple[str, str]]:
+    """The site's pages, (file name, HTML), one at a time: a site of a lab's year is
+    hundreds of megabytes of HTML, written as it is made rather than held whole."""
     env = _environment()
     common = {
         "marker": MARKER,
@@ -95,16 +115,15 @@ def render(site: Site, location: str, built: float | None = None) -> dict[str, s
         "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built or time.time())),
         "threshold": site.threshold,
     }
-    out = {"index.html": env.get_template("index.html.j2").render(site=site, **common)}
+    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
     drive = env.get_template("drive.html.j2")
     older = env.get_template("runs.html.j2")
     for page in site.pages:
         drawn = _page_charts(page)
-        out[page.filename] = drive.render(page=page, **common, **drawn)
+        yield page.filename, drive.render(page=page, **common, **drawn)
         for section in page.sections:
             for runs in section.older:
-                out[runs.filename] = older.render(runs=runs, colours=drawn["colours"], **common)
-    return out
+                yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
 
 
 def _page_charts(page: ModelPage) -> dict[str, Any]:
@@ -128,22 +147,29 @@ def _page_charts(page: ModelPage) -> dict[str, Any]:
     }
 
 
-def write(out: Path, pages: dict[str, str]) -> Written:
-    """Write the pages and assets into ``out`` (made if missing)."""
-    names = [*pages, *ASSETS]
+def write(
+    out: Path, pages: Mapping[str, str] | Iterable[tuple[str, str]], names: list[str] | None = None
+) -> Written:
+    """Write the pages and assets into ``out`` (made if missing).  ``pages``: file name
+    to HTML, or (file name, HTML) pairs as they are made, whose ``names`` are given
+    (every name is checked before the first page is written)."""
+    if isinstance(pages, Mapping):
+        names, pages = list(pages), list(pages.items())
+    assert names is not None
     check_out_dir(out)
     if out.is_dir():
-        _check_names(out, names)
+        _check_names(out, [*names, *ASSETS])
     files = []
-    for name, html in pages.items():
+    for name, html in pages:
         write_output(out / name, html, "--out")
         files.append(out / name)
     for name in ASSETS:
         write_output(out / name, (bundled("templates") / "dashboard" / name).read_bytes(), "--out")
         files.append(out / name)
     removed = []
+    kept = set(names)
     for old in sorted(out.glob(PAGES)):
-        if old.name not in pages and old.is_file() and not old.is_symlink() and _ours(old):
+        if old.name not in kept and old.is_file() and not old.is_symlink() and _ours(old):
             old.unlink()
             removed.append(old)
     return Written(out / "index.html", tuple(files), tuple(removed))
