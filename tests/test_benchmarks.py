@@ -68,8 +68,9 @@ def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
 @pytest.mark.postgres
 @pytest.mark.chromium
 def test_scale_runs_and_prints_its_figures(tmp_path: Path) -> None:
-    """Histories of 200 and 400 entries on both backends, 20 directories imported, a
-    PTS-E run of few rounds: every command of benchmarks/scale.py once."""
+    """Histories of 200 and 400 entries on both backends, 20 directories imported,
+    the small kept runs shown, reported, exported and compared: every command of
+    benchmarks/scale.py once."""
     argv = [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--tiny"]
     done = subprocess.run(
         argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=1800, check=False
@@ -87,7 +88,7 @@ def test_scale_runs_and_prints_its_figures(tmp_path: Path) -> None:
     for what in (
         "sqlite history --json",
         "postgresql dashboard",
-        "history import",
+        "sqlite history import",
         "pts-e compare",
     ):
         assert any(line.startswith(what) for line in lines), what
