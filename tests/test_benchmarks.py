@@ -66,3 +66,33 @@ def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
     )
     assert m is not None, last
     assert float(m.group(1)) > 0 and m.group(1) == m.group(2) == m.group(3)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.chromium
+def test_scale_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """Histories of 200 and 400 entries on both backends, 20 directories imported,
+    the small kept runs shown, reported, exported and compared: every command of
+    benchmarks/scale.py once."""
+    argv = [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--tiny"]
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=1800, check=False
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    m = re.fullmatch(
+        rf"sizes=200,400 worst_seconds={FIGURE} worst_cpu_seconds={FIGURE} worst_rss_mb={FIGURE} "
+        rf"largest_page_mb={FIGURE} page_load_seconds={FIGURE} "
+        rf"worst_exponent=(-?\d+\.\d+) report_seconds={FIGURE}",
+        lines[-1],
+    )
+    assert m is not None, lines[-1]
+    assert all(float(v) > 0 for v in m.groups()[:5]) and float(m.group(7)) > 0
+    for what in (
+        "sqlite history --json",
+        "postgresql dashboard",
+        "sqlite history import",
+        "pts-e compare",
+    ):
+        assert any(line.startswith(what) for line in lines), what

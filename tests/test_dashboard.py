@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -639,8 +640,8 @@ def test_volume_figures_get_a_trend_and_regressions_beyond_their_noise(
     class Nights:
         location = "nights"
 
-        def entries(self) -> list[Entry]:
-            return [_night(T0, 100, 10), _night(T0 + DAY, 80, 2), _night(T0 + 2 * DAY, 56, 2)]
+        def each(self) -> Iterator[Entry]:
+            yield from [_night(T0, 100, 10), _night(T0 + DAY, 80, 2), _night(T0 + 2 * DAY, 56, 2)]
 
     built = build_site(Nights(), tmp_path / "site", threshold=5)  # type: ignore[arg-type]
     assert built.runs == 3

@@ -11,7 +11,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from .options import rig_name
 from .support import SESSION, info, one_line, say, warn
 
 if TYPE_CHECKING:
-    from ..history import History, Indexed
+    from ..history import Entry, History, Indexed
     from ..records import Manifest
     from ..runs import ChecksDone
 
@@ -332,19 +332,41 @@ def _progress(interactive: bool) -> Any:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ..history import format_entries
+    from ..history import json_chunks, listing_lines
 
     history = _history_for(args, listing=not args.add)
     if args.add:
         _import(history, args.add, rig=None)
-    entries = history.entries(model=args.model, serial=args.serial, since=args.since)
+    # written as the entries are read: a history of any size, one entry in memory
+    entries = _Counted(history.each(model=args.model, serial=args.serial, since=args.since))
     if args.json:
-        print(json.dumps([e.to_dict() for e in entries], indent=1))
+        for chunk in json_chunks(entries):
+            sys.stdout.write(chunk)
+        sys.stdout.write("\n")
     else:
-        say(format_entries(entries))
-    if not entries and args.history is None and not os.environ.get("TKBENCH_HISTORY"):
+        lines: list[str] = []
+        for line in listing_lines(entries):
+            lines.append(line)
+            if len(lines) >= 1000:
+                say("\n".join(lines))
+                lines = []
+        if lines or not entries.seen:
+            say("\n".join(lines) if lines else "no runs in the history")
+    if not entries.seen and args.history is None and not os.environ.get("TKBENCH_HISTORY"):
         _hint_system_history()
     return 0
+
+
+class _Counted:
+    """Entries passed on as they come, counted."""
+
+    def __init__(self, inner: Iterable[Entry]) -> None:
+        self.inner, self.seen = inner, 0
+
+    def __iter__(self) -> Iterator[Entry]:
+        for e in self.inner:
+            self.seen += 1
+            yield e
 
 
 def cmd_history_import(args: argparse.Namespace) -> int:
@@ -400,10 +422,13 @@ def _history_for(args: argparse.Namespace, *, listing: bool) -> History:
 
 
 def _import(history: History, run_dirs: list[Path], rig: str | None) -> list[Indexed]:
+    from ..history import entry_for
     from ..store import load_run
 
-    runs = [(load_run(d), None) for d in run_dirs]  # every one readable before any is indexed
-    done = history.index(runs, rig=rig)
+    # every one read before any is indexed, one run in memory at a time: what is kept
+    # is its entry (kilobytes), not the run (up to tens of megabytes for a PTS-E run)
+    entries = [entry_for(load_run(d), None, rig) for d in run_dirs]
+    done = history.put(entries)
     for d, path in zip(done, run_dirs, strict=True):
         info(f"{'indexed' if d.new else 'indexed again'}: {path}")
     return done

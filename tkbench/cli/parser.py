@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes a static site into DIR (open DIR/index.html, or serve DIR with "
         "any web server): an index of every drive with its latest run, and one page per "
         "drive model and firmware with each headline number over time per serial, "
-        "regressions and acceptance failures marked, each point linked to its run's report.  "
+        "regressions and acceptance failures marked, each point linked to its run's report, "
+        "and the older runs on pages of their own.  "
         "Only the dashboard's own files in DIR are written or replaced.",
     )
     _add_history_args(p)

@@ -1,8 +1,10 @@
 """``tkbench dashboard``: a static site of the history's runs, trends per drive.
 
 One page per drive model and firmware (a chart per headline number and profile, a
-line per serial, each point linked to its run's report), an index of every drive
-with its latest run.  Plain HTML and inline SVG with a stylesheet and a small
+line per serial, each point linked to its run's report, the newest runs' table),
+pages of its older runs, an index of every drive with its latest run; what a page
+holds is bounded (:data:`.model.ROWS_SHOWN`, :data:`.site.MARKS_PER_PAGE`), so that
+no page grows with the history.  Plain HTML and inline SVG with a stylesheet and a small
 script beside them: no server, no network, readable without JavaScript.
 
 :mod:`.model` decides what is shown (regressions by the rule of ``tkbench run``,
@@ -37,10 +39,10 @@ def build_site(
 ) -> Built:
     """Write the dashboard of every run in ``history`` into the directory ``out``."""
     site.check_out_dir(out)  # bad input before the history is read
-    entries = history.entries()
-    content = model.build(entries, threshold, Path(os.path.abspath(out)))
-    pages = site.render(content, history.location, now if now is not None else time.time())
-    written = site.write(out, pages)
+    # read one entry at a time, each kept as the site needs it (model.build)
+    content = model.build(history.each(), threshold, Path(os.path.abspath(out)))
+    pages = site.each_page(content, history.location, now if now is not None else time.time())
+    written = site.write(out, pages, site.names(content))
     return Built(
         written.index, len(content.drives), len(content.pages), content.runs, len(written.removed)
     )

@@ -8,9 +8,13 @@ serial.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .model import RunView, Trend, number
 
@@ -53,6 +57,21 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """How much of a chart is drawn: at most ``marks`` points (each a link with its
+    tooltip) and ``path`` corners of its lines, so that a page of many charts of many
+    runs stays small.  Beyond them a line averages consecutive runs, and the points
+    drawn are the latest run of each serial, then runs with a regression, a failed
+    check or no completion, then the newest others."""
+
+    marks: int
+    path: int
+
+
+UNBOUNDED = Budget(marks=10**9, path=10**9)
+
+
+@dataclass(frozen=True)
 class Chart:
     width: int
     height: int
@@ -64,6 +83,7 @@ class Chart:
     yticks: tuple[Tick, ...]
     lines: tuple[Line, ...]
     description: str  # for screen readers (the SVG's <desc>)
+    note: str = ""  # what the chart leaves out (lines averaged, runs not marked), or ""
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -99,9 +119,51 @@ def _time_label(t: float, span: float) -> str:
     return time.strftime(fmt, time.gmtime(t))
 
 
-def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
+def _averaged(runs: Sequence[RunView], key: str, most: int) -> list[tuple[float, float]]:
+    """The start times and values of ``runs`` (in time order) as ``most`` points: the
+    means of groups of consecutive runs of (nearly) equal size."""
+    n = len(runs)
+    t = np.fromiter((r.entry.started or 0.0 for r in runs), float, n)
+    v = np.fromiter((r.numbers[key] for r in runs), float, n)
+    starts = (np.arange(most) * n) // most
+    sizes = np.diff(np.append(starts, n))
+    means_t = np.add.reduceat(t, starts) / sizes
+    means_v = np.add.reduceat(v, starts) / sizes
+    return list(zip(means_t.tolist(), means_v.tolist(), strict=True))
+
+
+def _marked(trend: Trend, most: int) -> set[int]:
+    """The runs (by ``id``) whose points are drawn: all when they fit, else see
+    :class:`Budget`."""
+    runs = [r for s in trend.series for r in s.runs]
+    if len(runs) <= most:
+        return {id(r) for r in runs}
+    chosen = {id(s.runs[-1]) for s in trend.series}
+    notable = [
+        r
+        for r in runs
+        if id(r) not in chosen
+        and (trend.key in r.regressed or r.acceptance == "FAIL" or r.entry.status != "complete")
+    ]
+    for r in heapq.nlargest(max(most - len(chosen), 0), notable, key=_started):
+        chosen.add(id(r))
+    rest = (r for r in runs if id(r) not in chosen)
+    for r in heapq.nlargest(max(most - len(chosen), 0), rest, key=_started):
+        chosen.add(id(r))
+    return chosen
+
+
+def _started(r: RunView) -> float:
+    return r.entry.started or 0.0
+
+
+def build_chart(
+    trend: Trend, serial_index: dict[str, int], here: str = "", budget: Budget = UNBOUNDED
+) -> Chart:
     """The chart of one trend; ``serial_index``: each serial's colour and legend place
-    on its page (the same serial has the same colour in every chart of the page)."""
+    on its page (the same serial has the same colour in every chart of the page);
+    ``here``: the page's file name (a point without a report links to its run's row,
+    which may be on a page of older runs); ``budget``: how much is drawn."""
     runs = [r for s in trend.series for r in s.runs]
     times = [r.entry.started or 0.0 for r in runs]
     values = [r.numbers[trend.key] for r in runs]
@@ -132,9 +194,13 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
         if not xticks or xticks[-1].label != label:
             xticks.append(Tick(x(t), label))
     lines = []
+    marked = _marked(trend, budget.marks)
+    corners = max(2, budget.path // max(len(trend.series), 1))
     for s in trend.series:
         points = []
         for r in s.runs:
+            if id(r) not in marked:
+                continue
             v = r.numbers[trend.key]
             regression = trend.key in r.regressed
             failed = r.acceptance == "FAIL"
@@ -143,7 +209,7 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
             marks.append(f"serial {r.entry.serial}, {r.started}, {r.entry.status}")
             marks += [f"regression {g.message}" for g in r.regressions if g.key == trend.key]
             marks += [f"acceptance FAIL {c}" for c in r.failed_checks]
-            href = r.report.href or f"#{r.anchor}"
+            href = r.report.href or r.row_link(here)
             points.append(
                 Point(
                     x(r.entry.started or 0.0),
@@ -157,7 +223,12 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
                     "\n".join(marks),
                 )
             )
-        path = " ".join(f"{p.x},{p.y}" for p in points)
+        if len(s.runs) <= corners:
+            path = " ".join(
+                f"{x(r.entry.started or 0.0)},{y(r.numbers[trend.key])}" for r in s.runs
+            )
+        else:
+            path = " ".join(f"{x(t)},{y(v)}" for t, v in _averaged(s.runs, trend.key, corners))
         i = serial_index.get(s.serial, 0)
         lines.append(Line(s.serial, colour(i), i, path, tuple(points)))
     direction = "higher is better" if trend.higher_is_better else "lower is better"
@@ -165,6 +236,15 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
         f"{trend.title} ({trend.unit}, {direction}) over time for "
         f"{len(trend.series)} serial(s), {len(runs)} run(s)"
     )
+    note = ""
+    if len(marked) < len(runs):
+        note = (
+            f"{len(runs):,} runs, {len(marked):,} drawn as points (the latest of each "
+            "serial, then regressions, failures and the newest)"
+        )
+        if any(len(s.runs) > corners for s in trend.series):
+            note += f"; a line passes through the means of consecutive runs ({corners:,} at most)"
+        note += "; every run is in the tables"
     return Chart(
         WIDTH,
         HEIGHT,
@@ -176,4 +256,5 @@ def build_chart(trend: Trend, serial_index: dict[str, int]) -> Chart:
         tuple(Tick(y(v), tick_label(v, yt[1] - yt[0])) for v in yt),
         tuple(lines),
         description,
+        note,
     )

@@ -3,7 +3,8 @@ whether a run's report is reachable from the site's directory).
 
 Pages: one per drive model and firmware (:class:`ModelPage`), its runs grouped by
 profile (:class:`ProfileSection`: a chart per headline number and per volume
-benchmark figure, a line per serial);
+benchmark figure, a line per serial, the newest :data:`ROWS_SHOWN` runs' rows),
+the older runs' rows on pages of :data:`ROWS_PER_PAGE` (:class:`RunsPage`);
 the index lists every drive (model and serial, :class:`DriveRow`) with its latest
 run.  Regressions are the regression check of ``tkbench run`` (:func:`tkbench.checks.
 regression_checks`) against the baseline that check would have used
@@ -15,6 +16,7 @@ checks the run was indexed with (steady state, criteria).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import os
@@ -22,9 +24,12 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from pathlib import Path
 from urllib.parse import quote
+
+from markupsafe import Markup
 
 from ..analysis import better_is_higher
 from ..analysis.volfigures import unit_of
@@ -33,6 +38,10 @@ from ..history import Entry, baseline_of
 from ..vocab import metric
 
 REPORTS = ("report.html", "report.pdf")  # what a run directory's report is called, preferred first
+# a model page lists the newest runs of each profile; older ones are on pages of their
+# own, so that no page grows with the history (a lab's year: thousands of runs a model)
+ROWS_SHOWN = 100
+ROWS_PER_PAGE = 300
 
 
 def when(t: float | None) -> str:
@@ -109,12 +118,19 @@ class RunView:
     regressions: tuple[Regression, ...]
     regression_state: str  # "none", "N regressions", "no baseline", "not checked", "off"
     baseline: str | None  # the baseline run's start time (:func:`when`), when there was one
+    row_page: str = ""  # the file its row is on (a model page, or a page of older runs)
 
-    @property
-    def regressed(self) -> set[str]:
-        return {r.key for r in self.regressions}
+    def row_link(self, here: str) -> str:
+        """Its row, as linked from the page ``here``."""
+        if self.row_page in ("", here):
+            return f"#{self.anchor}"
+        return f"{self.row_page}#{self.anchor}"
 
-    @property
+    @cached_property
+    def regressed(self) -> frozenset[str]:
+        return frozenset(r.key for r in self.regressions)
+
+    @cached_property
     def numbers(self) -> dict[str, float]:
         """Its headline numbers and its volume figures (keyed ``"TEST NAME"``)."""
         figures = history_figure_runs(self.entry.volume)
@@ -150,11 +166,29 @@ class Trend:
 
 
 @dataclass(frozen=True)
+class RunsPage:
+    """A page of older runs of one profile of a model and firmware: their rows only."""
+
+    model: str
+    firmware: str
+    profile: str
+    filename: str
+    main: str  # the model page's file name
+    keys: tuple[str, ...]
+    runs: tuple[RunView, ...]  # newest first
+    first: int  # the place of its first and last run among the profile's, newest first
+    last: int
+    total: int
+
+
+@dataclass(frozen=True)
 class ProfileSection:
     profile: str
     keys: tuple[str, ...]  # the headline numbers of its runs, in the order runs have them
     trends: tuple[Trend, ...]
-    runs: tuple[RunView, ...]  # newest first
+    runs: tuple[RunView, ...]  # the newest (ROWS_SHOWN), newest first: the model page's rows
+    total: int = 0  # runs of the profile, also those on pages of older runs
+    older: tuple[RunsPage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,7 +208,7 @@ class ModelPage:
 
     @property
     def runs(self) -> int:
-        return sum(len(s.runs) for s in self.sections)
+        return sum(s.total for s in self.sections)
 
 
 @dataclass(frozen=True)
@@ -196,6 +230,10 @@ class Site:
     threshold: float
     runs: int
 
+    @property
+    def runs_pages(self) -> tuple[RunsPage, ...]:
+        return tuple(o for p in self.pages for s in p.sections for o in s.older)
+
 
 def page_name(model: str, firmware: str) -> str:
     """A page's file name: readable where the name allows, unique by a digest of both
@@ -203,6 +241,31 @@ def page_name(model: str, firmware: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", f"{model} {firmware}".lower()).strip("-")[:48].strip("-")
     digest = hashlib.sha256(f"{model}\0{firmware}".encode()).hexdigest()[:10]
     return f"drive-{slug or 'unnamed'}-{digest}.html"
+
+
+def runs_page_name(model: str, firmware: str, profile: str, number: int) -> str:
+    """The file name of a page of older runs: the model page's, the profile's digest
+    and the page's number (2 for the first page of older runs)."""
+    digest = hashlib.sha256(profile.encode()).hexdigest()[:8]
+    return f"{page_name(model, firmware).removesuffix('.html')}-{digest}-{number}.html"
+
+
+def _row_pages(views: Sequence[RunView]) -> dict[int, str]:
+    """Where each run's row goes (by ``id`` of its view): the newest :data:`ROWS_SHOWN`
+    runs of each model, firmware and profile on the model page, older ones on pages
+    of :data:`ROWS_PER_PAGE`."""
+    groups: dict[tuple[str, str, str], list[RunView]] = defaultdict(list)
+    for v in views:
+        groups[(v.entry.model, v.entry.firmware, v.entry.profile)].append(v)
+    out = {}
+    for (model, firmware, profile), group in groups.items():
+        for i, v in enumerate(sorted(group, key=_start, reverse=True)):
+            if i < ROWS_SHOWN:
+                out[id(v)] = page_name(model, firmware)
+            else:
+                number = (i - ROWS_SHOWN) // ROWS_PER_PAGE + 2
+                out[id(v)] = runs_page_name(model, firmware, profile, number)
+    return out
 
 
 def _title(key: str) -> tuple[str, str]:
@@ -234,14 +297,47 @@ def _higher_is_better(key: str) -> bool:
 def _known(headline: dict[str, float]) -> dict[str, float]:
     """The numbers whose direction this tkbench knows: those it can check.  A lab's
     history may hold runs of a newer tkbench with metrics this one lacks."""
-    out = {}
-    for key, value in headline.items():
-        try:
-            better_is_higher(key)
-        except ValueError:
-            continue
-        out[key] = value
-    return out
+    return {key: value for key, value in headline.items() if _checkable(key)}
+
+
+@lru_cache(maxsize=4096)
+def _checkable(key: str) -> bool:
+    """Whether this tkbench knows the direction of a headline number (a history holds
+    the same few keys in every run: asked once each)."""
+    try:
+        better_is_higher(key)
+    except ValueError:
+        return False
+    return True
+
+
+def value_cells(run: RunView, keys: Sequence[str]) -> Markup:
+    """The cells of a run's numbers in a table's row, one per key (``-`` where the run
+    has none), a regressed one marked: HTML made here rather than by a template loop,
+    since a lab's history has tens of thousands of rows of tens of numbers."""
+    cells = []
+    numbers, regressed = run.numbers, run.regressed
+    for key in keys:
+        value = numbers.get(key)
+        mark = " regression" if key in regressed else ""
+        text = number(value) if value is not None else "-"  # digits and signs: no escaping
+        cells.append(f'<td class="num value{mark}">{text}</td>')
+    return Markup("\n".join(cells))
+
+
+def _slim(e: Entry) -> Entry:
+    """The entry as the site needs it, taken as it is read: of its checks only the
+    failed acceptance checks (what :func:`_acceptance` shows), no repeated points (a
+    lab's year is tens of thousands of entries in memory at once)."""
+    checks = e.checks
+    if checks is not None:
+        failed = [
+            c
+            for c in checks.get("checks", [])
+            if not c.get("passed", False) and c.get("kind") != "regression"
+        ]
+        checks = {"checks": failed}
+    return replace(e, checks=checks, repeats=None)
 
 
 def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
@@ -255,9 +351,43 @@ def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
     return ("FAIL" if failed else "PASS"), failed
 
 
-def _view(
-    e: Entry, anchor: str, same_drive: Sequence[Entry], threshold: float, site_dir: Path
-) -> RunView:
+class Baselines:
+    """The baseline of each run of one drive, found without going through all of the
+    drive's runs for each: its complete runs per profile, sorted by start time once,
+    and for a run only those that started last before it handed to
+    :func:`tkbench.history.baseline_of` (the one rule of ``tkbench run``)."""
+
+    def __init__(self, same_drive: Sequence[Entry]) -> None:
+        by_profile: dict[str, list[Entry]] = defaultdict(list)
+        for e in same_drive:
+            if e.status == "complete":
+                by_profile[e.profile].append(e)
+        self.complete = {p: sorted(es, key=_begun) for p, es in by_profile.items()}
+        self.begun = {p: [_begun(e) for e in es] for p, es in self.complete.items()}
+
+    def of(self, e: Entry) -> Entry | None:
+        begun = self.begun.get(e.profile, [])
+        k = bisect.bisect_left(begun, e.started or 0)
+        if k == 0:
+            return None
+        # the latest start time before the run's; every run of that time is a candidate
+        j = bisect.bisect_left(begun, begun[k - 1])
+        return baseline_of(
+            self.complete[e.profile][j:k],
+            model=e.model,
+            serial=e.serial,
+            profile=e.profile,
+            started=e.started,
+            run_dir=e.run_dir,
+            run_id=e.run_id,
+        )
+
+
+def _begun(e: Entry) -> float:
+    return e.started or 0
+
+
+def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_dir: Path) -> RunView:
     acceptance, failed = _acceptance(e)
     regressions: tuple[Regression, ...] = ()
     baseline = None
@@ -266,15 +396,7 @@ def _view(
     elif e.status != "complete":
         state = "not checked"  # as tkbench run: only a complete run is checked
     else:
-        base = baseline_of(
-            same_drive,
-            model=e.model,
-            serial=e.serial,
-            profile=e.profile,
-            started=e.started,
-            run_dir=e.run_dir,
-            run_id=e.run_id,
-        )
+        base = baselines.of(e)
         if base is None:
             state = "no baseline"
         else:
@@ -310,43 +432,66 @@ def _start(v: RunView) -> tuple[bool, float, str]:
 
 
 def _section(profile: str, views: list[RunView]) -> ProfileSection:
+    ordered = sorted(views, key=_start)
     keys: dict[str, None] = {}
-    for v in sorted(views, key=_start):
+    by_serial: dict[str, list[RunView]] = defaultdict(list)
+    for v in ordered:
         keys.update(dict.fromkeys(v.numbers))
-    serials = sorted({v.entry.serial for v in views})
+        if v.entry.started is not None:
+            by_serial[v.entry.serial].append(v)
     trends = []
     for key in keys:
         series = []
-        for serial in serials:
-            runs = tuple(
-                v
-                for v in sorted(views, key=_start)
-                if v.entry.serial == serial
-                and v.entry.started is not None
-                and math.isfinite(v.numbers.get(key, math.nan))
-            )
+        for serial, mine in sorted(by_serial.items()):
+            runs = tuple(v for v in mine if math.isfinite(v.numbers.get(key, math.nan)))
             if runs:
                 series.append(Series(serial, runs))
         title, unit = _title(key)
         trends.append(Trend(key, title, unit, _higher_is_better(key), tuple(series)))
+    newest = ordered[::-1]
     return ProfileSection(
-        profile, tuple(keys), tuple(trends), tuple(sorted(views, key=_start, reverse=True))
+        profile, tuple(keys), tuple(trends), tuple(newest[:ROWS_SHOWN]), len(newest)
     )
+
+
+def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> ProfileSection:
+    """The section with its pages of older runs (its runs beyond the model page's)."""
+    older = []
+    for start in range(ROWS_SHOWN, len(newest), ROWS_PER_PAGE):
+        runs = tuple(newest[start : start + ROWS_PER_PAGE])
+        older.append(
+            RunsPage(
+                page.model,
+                page.firmware,
+                section.profile,
+                runs[0].row_page,
+                page.filename,
+                section.keys,
+                runs,
+                start + 1,
+                start + len(runs),
+                len(newest),
+            )
+        )
+    return replace(section, older=tuple(older))
 
 
 def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
     """The site's contents.  ``site_dir``: where its pages will be (report links are
     relative to it)."""
-    entries = list(entries)
     by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for e in entries:
-        by_drive[(e.model, e.serial)].append(e)
+        by_drive[(e.model, e.serial)].append(_slim(e))
     views: list[RunView] = []
     for drive in by_drive.values():
+        baselines = Baselines(drive)
         for e in drive:
-            views.append(_view(e, "", drive, threshold, site_dir))
+            views.append(_view(e, "", baselines, threshold, site_dir))
     views.sort(key=lambda v: (v.entry.model, v.entry.firmware, *_start(v)))
-    views = [RunView(**{**v.__dict__, "anchor": f"run-{i}"}) for i, v in enumerate(views, start=1)]
+    rows = _row_pages(views)
+    views = [
+        replace(v, anchor=f"run-{i}", row_page=rows[id(v)]) for i, v in enumerate(views, start=1)
+    ]
 
     by_page: dict[tuple[str, str], list[RunView]] = defaultdict(list)
     for v in views:
@@ -363,11 +508,16 @@ def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
             SerialRow(s, len(vs), max(vs, key=_start)) for s, vs in sorted(by_serial.items())
         )
         sections = tuple(_section(p, vs) for p, vs in sorted(by_profile.items()))
-        pages.append(ModelPage(model, firmware, page_name(model, firmware), serials, sections))
+        page = ModelPage(model, firmware, page_name(model, firmware), serials, sections)
+        newest = {p: sorted(vs, key=_start, reverse=True) for p, vs in by_profile.items()}
+        sections = tuple(_older(page, s, newest[s.profile]) for s in sections)
+        pages.append(replace(page, sections=sections))
 
+    views_of: dict[tuple[str, str], list[RunView]] = defaultdict(list)
+    for v in views:
+        views_of[(v.entry.model, v.entry.serial)].append(v)
     drives = []
-    for (model, serial), _ in sorted(by_drive.items()):
-        mine = [v for v in views if (v.entry.model, v.entry.serial) == (model, serial)]
+    for (model, serial), mine in sorted(views_of.items()):
         latest = max(mine, key=_start)
         firmwares = sorted({v.entry.firmware for v in mine} - {latest.entry.firmware})
         drives.append(

@@ -4,15 +4,18 @@ The directory may hold other files: the dashboard writes only its own
 (``index.html``, ``dashboard.css``, ``dashboard.js``, ``drive-*.html``), refuses to
 overwrite a file of those names that it did not write (each carries
 :data:`MARKER`), and removes only drive pages of its own that a new build no longer
-has (a model or firmware pruned from the history).  Everything is rendered before
-anything is written.
+has (a model or firmware pruned from the history).  Every file name is checked
+before anything is written; then each page is written as it is rendered (a lab's
+year is hundreds of megabytes of pages, never held whole).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -20,12 +23,17 @@ from ..errors import InputError
 from ..outputs import check_output, run_directory_of, write_output
 from ..paths import bundled
 from ..store import check_creatable
-from .chart import Chart, build_chart, colour
-from .model import ModelPage, Site, number
+from .chart import Budget, Chart, build_chart, colour
+from .model import ModelPage, Site, number, value_cells
 
 MARKER = "tkbench dashboard"  # in every file the dashboard writes, near its top
 ASSETS = ("dashboard.css", "dashboard.js")  # copied as they are
 PAGES = "drive-*.html"
+# what the charts of one model page draw at most, shared among them (chart.Budget): a
+# point is some 400 bytes of markup, a corner of a line some 12; with the newest runs'
+# table (model.ROWS_SHOWN) a page stays near 1.5 MB whatever the history's size
+MARKS_PER_PAGE = 2000
+CORNERS_PER_PAGE = 30000
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=number, pct=lambda v: f"{v:g}")
+    env.globals.update(value_cells=value_cells)
     return env
 
 
@@ -81,6 +90,24 @@ def _check_names(out: Path, names: list[str]) -> None:
 
 def render(site: Site, location: str, built: float | None = None) -> dict[str, str]:
     """Every page of the site: file name -> HTML."""
+    return dict(each_page(site, location, built))
+
+
+def names(site: Site) -> list[str]:
+    """The file names of the site's pages, as :func:`each_page` gives them."""
+    return [
+        "index.html",
+        *(name for page in site.pages for name in (page.filename, *_older_names(page))),
+    ]
+
+
+def _older_names(page: ModelPage) -> list[str]:
+    return [runs.filename for section in page.sections for runs in section.older]
+
+
+def each_page(site: Site, location: str, built: float | None = None) -> Iterator[tuple[str, str]]:
+    """The site's pages, (file name, HTML), one at a time: a site of a lab's year is
+    hundreds of megabytes of HTML, written as it is made rather than held whole."""
     env = _environment()
     common = {
         "marker": MARKER,
@@ -88,19 +115,30 @@ def render(site: Site, location: str, built: float | None = None) -> dict[str, s
         "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built or time.time())),
         "threshold": site.threshold,
     }
-    out = {"index.html": env.get_template("index.html.j2").render(site=site, **common)}
+    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
     drive = env.get_template("drive.html.j2")
+    older = env.get_template("runs.html.j2")
     for page in site.pages:
-        out[page.filename] = drive.render(page=page, **common, **_page_charts(page))
-    return out
+        drawn = _page_charts(page)
+        yield page.filename, drive.render(page=page, **common, **drawn)
+        for section in page.sections:
+            for runs in section.older:
+                yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
 
 
-def _page_charts(page: ModelPage) -> dict[str, object]:
+def _page_charts(page: ModelPage) -> dict[str, Any]:
     serial_index = {s.serial: i for i, s in enumerate(page.serials)}
+    count = sum(1 for section in page.sections for t in section.trends if t.series)
+    budget = Budget(
+        marks=max(len(serial_index), MARKS_PER_PAGE // max(count, 1)),
+        path=max(2 * len(serial_index), CORNERS_PER_PAGE // max(count, 1)),
+    )
     charts: dict[str, dict[str, Chart]] = {}
     for section in page.sections:
         charts[section.profile] = {
-            t.key: build_chart(t, serial_index) for t in section.trends if t.series
+            t.key: build_chart(t, serial_index, page.filename, budget)
+            for t in section.trends
+            if t.series
         }
     return {
         "serial_index": serial_index,
@@ -109,22 +147,29 @@ def _page_charts(page: ModelPage) -> dict[str, object]:
     }
 
 
-def write(out: Path, pages: dict[str, str]) -> Written:
-    """Write the pages and assets into ``out`` (made if missing)."""
-    names = [*pages, *ASSETS]
+def write(
+    out: Path, pages: Mapping[str, str] | Iterable[tuple[str, str]], names: list[str] | None = None
+) -> Written:
+    """Write the pages and assets into ``out`` (made if missing).  ``pages``: file name
+    to HTML, or (file name, HTML) pairs as they are made, whose ``names`` are given
+    (every name is checked before the first page is written)."""
+    if isinstance(pages, Mapping):
+        names, pages = list(pages), list(pages.items())
+    assert names is not None
     check_out_dir(out)
     if out.is_dir():
-        _check_names(out, names)
+        _check_names(out, [*names, *ASSETS])
     files = []
-    for name, html in pages.items():
+    for name, html in pages:
         write_output(out / name, html, "--out")
         files.append(out / name)
     for name in ASSETS:
         write_output(out / name, (bundled("templates") / "dashboard" / name).read_bytes(), "--out")
         files.append(out / name)
     removed = []
+    kept = set(names)
     for old in sorted(out.glob(PAGES)):
-        if old.name not in pages and old.is_file() and not old.is_symlink() and _ours(old):
+        if old.name not in kept and old.is_file() and not old.is_symlink() and _ours(old):
             old.unlink()
             removed.append(old)
     return Written(out / "index.html", tuple(files), tuple(removed))

@@ -23,7 +23,15 @@ from pathlib import Path
 
 from ..errors import InputError
 from .base import History, Indexed, Stale
-from .entry import COLUMNS, Entry, baseline_of, format_entries
+from .entry import (
+    COLUMNS,
+    Entry,
+    baseline_of,
+    entry_for,
+    format_entries,
+    json_chunks,
+    listing_lines,
+)
 from .schema import HISTORY_VERSION
 
 __all__ = [
@@ -37,7 +45,10 @@ __all__ = [
     "baseline_of",
     "check_location",
     "default_location",
+    "entry_for",
     "format_entries",
+    "json_chunks",
+    "listing_lines",
     "open_history",
     "user_path",
 ]

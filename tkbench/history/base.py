@@ -9,10 +9,11 @@ for both; ``P`` is the backend's parameter placeholder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,12 +101,13 @@ class History(ABC):
         indexing again changes nothing but the directory (a run moved or copied) and
         what the new entry knows; what it does not know (the checks of a run
         imported from its directory, a rig not named) is kept from the old entry."""
-        entries = [entry_for(run, checks, rig) for run, checks in runs]
-        done = []
+        return self.put([entry_for(run, checks, rig) for run, checks in runs])
+
+    def put(self, entries: Iterable[Entry]) -> list[Indexed]:
+        """Index entries already built (:func:`.entry.entry_for`), all or none, in one
+        transaction, as :meth:`index` does."""
         with self._writer() as con:
-            for entry in entries:
-                done.append(self._put(con, entry))
-        return done
+            return [self._put(con, entry) for entry in entries]
 
     def _put(self, con: Connection, entry: Entry) -> Indexed:
         P = self.P
@@ -139,10 +141,28 @@ class History(ABC):
 
     # ---------------------------------------------------------------- reading
 
-    def _select(self, filters: dict[str, Any], since: float | None = None) -> list[dict[str, Any]]:
+    def _stream(self, con: Connection, sql: str, args: list[Any]) -> Iterator[Sequence[Any]]:
+        """The rows of a query, read as they are iterated over (not fetched whole)."""
+        yield from con.execute(sql, args)
+
+    def _order(self, column: str) -> str:
+        """A text column as it sorts: by code point, whatever the database's collation."""
+        return f"COALESCE({column}, '')"
+
+    def _rows(
+        self,
+        filters: dict[str, Any],
+        since: float | None = None,
+        *,
+        ordered: bool = False,
+        limit: int | None = None,
+    ) -> Generator[dict[str, Any], None, None]:
+        """The rows matching ``filters``, one at a time; ``ordered``: in the order of
+        :func:`.entry.sort_key` (drive, entries without a start time first, time,
+        directory), sorted by the database; ``limit``: at most that many."""
         with self._reader() as con:
             if con is None:
-                return []
+                return
             present = [c for c in STORED if c in self._columns(con)]
             sql = f"SELECT {', '.join(present)} FROM runs WHERE 1=1"
             args: list[Any] = []
@@ -153,8 +173,15 @@ class History(ABC):
             if since is not None:
                 sql += f" AND started >= {self.P}"
                 args.append(since)
-            rows = con.execute(sql, args).fetchall()
-        return [dict(zip(present, r, strict=True)) for r in rows]
+            if ordered:
+                sql += (
+                    f" ORDER BY {self._order('model')}, {self._order('serial')}, "
+                    f"started IS NOT NULL, COALESCE(started, 0), {self._order('run_dir')}"
+                )
+            if limit is not None:
+                sql += f" LIMIT {int(limit)}"
+            for r in self._stream(con, sql, args):
+                yield dict(zip(present, r, strict=True))
 
     def entries(
         self,
@@ -164,11 +191,38 @@ class History(ABC):
         since: float | None = None,
     ) -> list[Entry]:
         """Entries by drive (model, serial), then start time; ``since``: started then or later."""
-        rows = self._select({"model": model, "serial": serial, "profile": profile}, since)
-        try:
-            return sorted((from_row(r) for r in rows), key=sort_key)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise InputError(f"history database {self.location}: unreadable row: {exc}") from None
+        return list(self.each(model=model, serial=serial, profile=profile, since=since))
+
+    def each(
+        self,
+        model: str | None = None,
+        serial: str | None = None,
+        profile: str | None = None,
+        since: float | None = None,
+    ) -> Iterator[Entry]:
+        """The entries of :meth:`entries`, in its order, read one at a time: a listing
+        of any length holds one entry at a time, not the whole history."""
+        drive = {"model": model, "serial": serial, "profile": profile}
+        for row in self._rows(drive, since, ordered=True):
+            try:
+                yield from_row(row)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise InputError(
+                    f"history database {self.location}: unreadable row: {exc}"
+                ) from None
+
+    def check_readable(self) -> None:
+        """Read one entry, as a listing would read every one: a history whose rows
+        cannot be read is refused before a run, in a time and memory that do not grow
+        with the history (not by reading it whole)."""
+        with contextlib.closing(self._rows({}, limit=1)) as rows:
+            for row in rows:
+                try:
+                    from_row(row)
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise InputError(
+                        f"history database {self.location}: unreadable row: {exc}"
+                    ) from None
 
     def previous(self, run: RunData) -> Entry | None:
         """The latest earlier complete run of the same drive (model and serial) and
@@ -191,10 +245,13 @@ class History(ABC):
         """The entries indexed on this host whose run directories are gone.  Entries
         of a version-1 history, which was a file of one machine, count as this host's."""
         here = this_host()
-        rows = self._select({})
-        mine = [r for r in rows if r.get("indexed_on") in (None, here)]
-        gone = [from_row(r) for r in mine if _gone(r["run_dir"])]
-        return Stale(sorted(gone, key=sort_key), elsewhere=len(rows) - len(mine))
+        gone, elsewhere = [], 0
+        for r in self._rows({}):
+            if r.get("indexed_on") not in (None, here):
+                elsewhere += 1
+            elif _gone(r["run_dir"]):
+                gone.append(from_row(r))
+        return Stale(sorted(gone, key=sort_key), elsewhere=elsewhere)
 
 
 def _gone(run_dir: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -200,23 +200,29 @@ def baseline_of(
 def format_entries(entries: list[Entry]) -> str:
     if not entries:
         return "no runs in the history"
-    lines = []
+    return "\n".join(listing_lines(entries))
+
+
+def listing_lines(entries: Iterable[Entry]) -> Iterator[str]:
+    """The lines of the listing of ``entries`` (in the history's order), made as the
+    entries come: a drive's heading, then two lines per run and one per repeated
+    point or volume figure."""
     drive = None
     for e in entries:
         if (e.model, e.serial) != drive:
             drive = (e.model, e.serial)
-            lines.append(f"{e.model}  serial {e.serial}  firmware {e.firmware}")
+            yield f"{e.model}  serial {e.serial}  firmware {e.firmware}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.started)) if e.started else "-"
         verdict = ""
         if e.checks is not None:
             verdict = " PASS" if e.checks.get("passed") else " FAIL"
         heads = ", ".join(f"{k} {v:,.4g}" for k, v in list(e.headline.items())[:4])
-        lines.append(f"  {when}  {e.profile:<8} {e.status:<11}{verdict}  {heads}")
+        yield f"  {when}  {e.profile:<8} {e.status:<11}{verdict}  {heads}"
         where = f"  (rig {e.rig})" if e.rig else ""
-        lines.append(f"  {'':16} {e.run_dir}{where}")
+        yield f"  {'':16} {e.run_dir}{where}"
         for point, fig in (e.repeats or {}).items():
             spread = fig.get("mean_abs_dev_pct")
-            lines.append(
+            yield (
                 f"  {'':16} {point}: {fig['mean']:,.4g} MiB/s"
                 + (f" ±{spread:.1f} %" if spread is not None else "")
                 + f" over {fig['runs']} run(s)"
@@ -227,12 +233,25 @@ def format_entries(entries: list[Entry]) -> str:
             if "mode" in fig:
                 size = format_size(fig["buffer_size"])
                 combo = f" ({fig['mode']}, {fig['buffer_count']} x {size})"
-            lines.append(
+            yield (
                 f"  {'':16} {name}: {_figure(fig['value'])} {fig['unit']}{combo}"
                 + (f" ±{spread:.1f} %" if spread is not None and fig["runs"] > 1 else "")
                 + f" over {fig['runs']} run(s)"
             )
-    return "\n".join(lines)
+
+
+def json_chunks(entries: Iterable[Entry]) -> Iterator[str]:
+    """``json.dumps([e.to_dict() for e in entries], indent=1)``, the text of
+    ``tkbench history --json``, in pieces made as the entries come (one per entry),
+    so that a history of any length is never one list or one string in memory."""
+    first = True
+    for e in entries:
+        # an entry's lines one level deeper, as inside the list (JSON text holds no
+        # newline but those of its indentation: json escapes it inside strings)
+        text = json.dumps(e.to_dict(), indent=1).replace("\n", "\n ")
+        yield ("[\n " if first else ",\n ") + text
+        first = False
+    yield "[]" if first else "\n]"
 
 
 def _figure(v: float) -> str:

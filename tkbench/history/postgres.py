@@ -11,7 +11,7 @@ is refused, never written into.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -168,6 +168,17 @@ class PostgresHistory(History):
                     f"UPDATE {schema.VERSION_TABLE} SET version = %s", [schema.HISTORY_VERSION]
                 )
             yield con
+
+    def _stream(self, con: Any, sql: str, args: list[Any]) -> Iterator[Sequence[Any]]:
+        """A server-side cursor: the rows come in batches as they are read, where a
+        plain cursor fetches the whole result into memory first."""
+        with con.cursor(name="tkbench_rows") as cur:
+            cur.itersize = 500
+            cur.execute(sql, args)
+            yield from cur
+
+    def _order(self, column: str) -> str:
+        return f"COALESCE({column}, '') COLLATE \"C\""
 
     def _columns(self, con: Connection) -> set[str]:
         rows = con.execute(

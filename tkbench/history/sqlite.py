@@ -137,7 +137,7 @@ class SQLiteHistory(History):
 
     def check_usable(self) -> None:
         if self._file():
-            self.entries()
+            self.check_readable()
             if not os.access(self.path, os.W_OK):
                 raise InputError(f"history database {self.path} is not writable")
             return
