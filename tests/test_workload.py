@@ -293,6 +293,7 @@ def test_the_applied_workload_is_one_job_of_the_main_streams() -> None:
     assert applied.coverage_pct == 90.0
     assert applied.options == {
         "rw": "randrw",
+        "norandommap": True,
         "rwmixread": 78,  # 700 of 900
         "bssplit": "4096/86:65536/14,4096/100",
         "percentage_random": "86,100",
