@@ -15,7 +15,6 @@ was not captured are left out of it).
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -29,25 +28,17 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
 def sequential(trace: Trace, window: int = WINDOW) -> np.ndarray:
-    """True for each I/O that continues one of the last ``window`` I/Os of its direction."""
+    """True for each I/O that starts where one of the ``window`` I/Os of its direction
+    issued before it ended."""
     flags = np.zeros(len(trace), dtype=bool)
-    recent: dict[int, deque[int]] = {READ: deque(), WRITE: deque(), TRIM: deque()}
-    counts: dict[int, dict[int, int]] = {READ: {}, WRITE: {}, TRIM: {}}
-    offsets = trace.offset.tolist()
-    sizes = trace.size.tolist()
-    ops = trace.op.tolist()
-    for i, (off, size, op) in enumerate(zip(offsets, sizes, ops, strict=True)):
-        ends, seen = recent[op], counts[op]
-        if seen.get(off, 0) > 0:
-            flags[i] = True
-            seen[off] -= 1  # continued: that end is used up
-            ends.remove(off)
-        end = off + size
-        ends.append(end)
-        seen[end] = seen.get(end, 0) + 1
-        if len(ends) > window:
-            old = ends.popleft()
-            seen[old] -= 1
+    for op in (READ, WRITE, TRIM):
+        where = np.flatnonzero(trace.op == op)
+        off = trace.offset[where]
+        end = off + trace.size[where]
+        mine = np.zeros(len(where), dtype=bool)
+        for k in range(1, min(window, len(where) - 1) + 1):
+            mine[k:] |= off[k:] == end[:-k]
+        flags[where] = mine
     return flags
 
 
@@ -61,24 +52,25 @@ def streams(trace: Trace, seq: np.ndarray) -> list[dict[str, Any]]:
     rw = trace.op != TRIM
     total_ios = int(rw.sum())
     total_bytes = int(trace.size[rw].sum(dtype=np.uint64))
-    keys: dict[tuple[int, int, bool], list[int]] = {}
-    for op, size, s in zip(
-        trace.op[rw].tolist(), trace.size[rw].tolist(), seq[rw].tolist(), strict=True
-    ):
-        entry = keys.setdefault((op, size, s), [0, 0])
-        entry[0] += 1
-        entry[1] += size
+    # one key per stream: direction, size, sequential
+    key = trace.op[rw].astype(np.int64) << 34 | trace.size[rw].astype(np.int64) << 1
+    key |= seq[rw].astype(np.int64)
+    found, counts = np.unique(key, return_counts=True)
+    keys = {
+        (k >> 34, (k >> 1) & ((1 << 33) - 1), bool(k & 1)): n
+        for k, n in zip(found.tolist(), counts.tolist(), strict=True)
+    }
     out: list[dict[str, Any]] = [
         {
             "rw": DIRECTIONS[op],
             "bs": size,
             "pattern": "seq" if s else "rand",
-            "ios": ios,
-            "bytes": nbytes,
-            "share_ios": _pct(ios, total_ios),
-            "share_bytes": _pct(nbytes, total_bytes),
+            "ios": n,
+            "bytes": n * size,
+            "share_ios": _pct(n, total_ios),
+            "share_bytes": _pct(n * size, total_bytes),
         }
-        for (op, size, s), (ios, nbytes) in keys.items()
+        for (op, size, s), n in keys.items()
     ]
     out.sort(key=lambda d: (-int(d["ios"]), str(d["rw"]), int(d["bs"]), str(d["pattern"])))
     return out

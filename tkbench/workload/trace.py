@@ -10,16 +10,15 @@ process ids or names: what the application wrote never leaves the server.
 blktrace writes ``struct blk_io_trace`` records (``include/uapi/linux/blktrace_api.h``):
 a 48-byte header in the host's byte order, then ``pdu_len`` bytes of payload.  An I/O
 is its issue record (``D``, the request handed to the driver, after merges); its
-completion (``C``) is paired with it by sector and direction, first in first out.
+completion (``C``) is paired with it by sector and direction, in order.  The records
+are read with numpy (a Python loop reads only each payload's length).
 """
 
 from __future__ import annotations
 
 import struct
-from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -84,78 +83,101 @@ class Trace:
         return (self.issue_ns, self.latency_ns, self.offset, self.size, self.op)
 
 
-class Event(NamedTuple):
-    """One blktrace record, as far as a trace needs it."""
+# the same record as a numpy dtype (packed, as blktrace writes it)
+RECORD_DTYPE = np.dtype(
+    [("magic", "<u4"), ("sequence", "<u4"), ("time", "<u8"), ("sector", "<u8"),
+     ("bytes", "<u4"), ("action", "<u4"), ("pid", "<u4"), ("device", "<u4"), ("cpu", "<u4"),
+     ("error", "<u2"), ("pdu_len", "<u2")]
+)  # fmt: skip
+_PDU_LEN = struct.Struct("<H")
+_PDU_AT = 46
 
-    time_ns: int
-    sector: int
-    nbytes: int
-    action: int
 
-
-def events(data: bytes) -> list[Event]:
-    """The records of one blktrace output (a per-CPU file or their concatenation).
+def events(data: bytes) -> np.ndarray:
+    """The records of one blktrace output (a per-CPU file or their concatenation), as
+    an array of :data:`RECORD_DTYPE` (payloads skipped).
 
     A record cut short at the end (blktrace stopped mid-write) is dropped; anything
     that is not a blktrace record is an :class:`InputError`."""
-    out: list[Event] = []
-    pos, end = 0, len(data)
-    while pos + RECORD.size <= end:
-        magic, _seq, time_ns, sector, nbytes, action, *_rest, pdu_len = RECORD.unpack_from(
-            data, pos
+    starts: list[int] = []
+    pos, last = 0, len(data) - RECORD.size
+    unpack = _PDU_LEN.unpack_from
+    while pos <= last:  # only the payload's length is read here: the rest in numpy
+        starts.append(pos)
+        pos += RECORD.size + unpack(data, pos + _PDU_AT)[0]
+    where = np.asarray(starts, dtype=np.int64)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    recs = raw[where[:, None] + np.arange(RECORD.size)].copy().view(RECORD_DTYPE).ravel()
+    bad = np.flatnonzero(recs["magic"] & 0xFFFFFF00 != MAGIC)
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(
+            f"not a blktrace record at byte {starts[i]} (magic {int(recs['magic'][i]):#x})"
         )
-        if magic & 0xFFFFFF00 != MAGIC:
-            raise InputError(f"not a blktrace record at byte {pos} (magic {magic:#x})")
-        if magic & 0xFF != VERSION:
-            raise InputError(f"blktrace record version {magic & 0xFF} (this reads {VERSION})")
-        out.append(Event(time_ns, sector, nbytes, action))
-        pos += RECORD.size + pdu_len
-    return out
+    version = recs["magic"] & 0xFF
+    if len(recs) and np.any(version != VERSION):
+        other = int(version[version != VERSION][0])
+        raise InputError(f"blktrace record version {other} (this reads {VERSION})")
+    return recs
 
 
-def direction(action: int, nbytes: int) -> int | None:
-    """READ, WRITE or TRIM for an I/O's record; None for a notice or an empty flush (a
-    flush is filed as a read; a write with a pre-flush keeps its bytes)."""
-    if action & TC_NOTIFY or (action & TC_FLUSH and nbytes == 0):
-        return None
-    if action & TC_DISCARD:
-        return TRIM
-    if action & TC_WRITE:
-        return WRITE
-    return READ
+def directions(action: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """READ, WRITE or TRIM per record; -1 for a notice or an empty flush (a flush is
+    filed as a read; a write with a pre-flush keeps its bytes)."""
+    act = action.astype(np.int64)
+    op = np.where(act & TC_DISCARD, TRIM, np.where(act & TC_WRITE, WRITE, READ))
+    skip = (act & TC_NOTIFY != 0) | ((act & TC_FLUSH != 0) & (nbytes == 0))
+    return np.where(skip, -1, op)
 
 
-def from_events(evs: Iterable[Event], base: int = 0, length: int | None = None) -> Trace:
-    """The trace of issue and completion records: each issue (with bytes) is an I/O,
-    its completion the first unpaired one of the same sector and direction after it.
+def from_events(recs: np.ndarray, base: int = 0, length: int | None = None) -> Trace:
+    """The trace of issue and completion records: each issue (with bytes) is an I/O;
+    the completions of a sector and direction pair with its issues in order (one that
+    came before any issue of its sector, from an I/O issued before the trace began,
+    is left out).
 
     ``base`` is the device's first byte in the records' numbering (a partition's start
     on its disk); I/Os outside ``[base, base + length)`` are left out.  Times start at
     the first record."""
-    ordered = sorted(evs, key=lambda e: e.time_ns)
-    if not ordered:
+    if len(recs) == 0:
         return Trace.from_rows([])
-    t0 = ordered[0].time_ns
-    rows: list[list[int]] = []
-    waiting: dict[tuple[int, int], deque[int]] = defaultdict(deque)
-    for ev in ordered:
-        code = ev.action & 0xFF
-        if code not in (ACT_ISSUE, ACT_COMPLETE):
-            continue
-        op = direction(ev.action, ev.nbytes)
-        if op is None:
-            continue
-        if code == ACT_ISSUE:
-            if ev.nbytes == 0:
-                continue
-            offset = ev.sector * SECTOR - base
-            if offset < 0 or (length is not None and offset + ev.nbytes > length):
-                continue
-            waiting[(ev.sector, op)].append(len(rows))
-            rows.append([ev.time_ns - t0, -1, offset, ev.nbytes, op])
-        else:
-            queue = waiting.get((ev.sector, op))
-            if queue:
-                row = rows[queue.popleft()]
-                row[1] = ev.time_ns - t0 - row[0]
-    return Trace.from_rows(rows)
+    t0 = int(recs["time"].min())
+    code = recs["action"] & 0xFF
+    op = directions(recs["action"], recs["bytes"])
+    time = recs["time"].astype(np.int64) - t0
+    sector = recs["sector"].astype(np.int64)
+    offset = sector * SECTOR - base
+    inside = offset >= 0
+    if length is not None:
+        inside &= offset + recs["bytes"].astype(np.int64) <= length
+    issue = (code == ACT_ISSUE) & (op >= 0) & (recs["bytes"] > 0) & inside
+    done = (code == ACT_COMPLETE) & (op >= 0)
+    key = sector * 4 + op  # one per sector and direction
+    order = np.lexsort((time[issue], key[issue]))
+    ikey, itime = key[issue][order], time[issue][order]
+    corder = np.lexsort((time[done], key[done]))
+    ckey, ctime = key[done][corder], time[done][corder]
+    first = np.searchsorted(ikey, ckey, side="left")
+    has = first < len(ikey)
+    has[has] &= ikey[first[has]] == ckey[has]
+    has[has] &= ctime[has] >= itime[first[has]]
+    ckey, ctime = ckey[has], ctime[has]
+    rank = np.arange(len(ikey)) - np.searchsorted(ikey, ikey, side="left")
+    lo = np.searchsorted(ckey, ikey, side="left")
+    hi = np.searchsorted(ckey, ikey, side="right")
+    j = lo + rank
+    paired = j < hi
+    latency = np.full(len(ikey), -1, dtype=np.int64)
+    latency[paired] = ctime[j[paired]] - itime[paired]
+    latency[latency < 0] = -1
+    size = recs["bytes"][issue][order]
+    ops = op[issue][order]
+    offs = offset[issue][order]
+    trace = Trace(
+        itime.astype(np.uint64),
+        latency,
+        offs.astype(np.uint64),
+        size.astype(np.uint32),
+        ops.astype(np.uint8),
+    )
+    return trace.sorted()
