@@ -11,11 +11,12 @@ BIN := $(VENV)/bin
 # qemu-system-x86, linux-image-amd64 (the kernel virtme-ng boots), busybox-static (its
 # initramfs) and squashfs-tools (the guest's Python image): the QEMU guest of the vm tests,
 # whose NVMe, SATA and SAS drives nvme-cli, hdparm, sdparm, sg3-utils and smartmontools
-# drive from inside it (tests/_vm.py, docs/testing.md)
+# drive from inside it (tests/_vm.py, docs/testing.md); blktrace: `tkbench capture`
+# (docs/replay.md), whose guest tests trace the guest's disks
 DEBS := fio nbdkit nbdkit-plugin-python poppler-utils fonts-dejavu-core libpango-1.0-0 libharfbuzz-subset0 \
         libpangoft2-1.0-0 util-linux e2fsprogs fdisk postgresql chromium systemd xfsprogs strace \
         qemu-system-x86 linux-image-amd64 busybox-static squashfs-tools \
-        nvme-cli hdparm sdparm sg3-utils smartmontools
+        nvme-cli hdparm sdparm sg3-utils smartmontools blktrace
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= demo-run
 

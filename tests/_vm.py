@@ -140,8 +140,15 @@ def vng() -> str:
 class Guest:
     """A booted guest and its agent; see the module docstring."""
 
-    def __init__(self, workdir: Path, disks: tuple[Disk, ...] = DISKS, memory: str = "1G"):
+    def __init__(
+        self,
+        workdir: Path,
+        disks: tuple[Disk, ...] = DISKS,
+        memory: str = "1G",
+        boot_timeout: float = BOOT_TIMEOUT,
+    ):
         self.workdir = workdir
+        self.boot_timeout = boot_timeout
         self.disks = disks
         self.memory = memory
         self.share = workdir / "share"
@@ -193,7 +200,7 @@ class Guest:
                 cwd=self.workdir,
                 start_new_session=True,
             )
-        self._wait_for(self.share / "ready", BOOT_TIMEOUT, "the guest's agent to start")
+        self._wait_for(self.share / "ready", self.boot_timeout, "the guest's agent to start")
         self.boot_seconds = time.monotonic() - started
 
     @staticmethod

@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tkbench.cli import capture as capture_cli
+
 from .. import __version__
 from .. import profile as profilemod
 from . import tools
@@ -374,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _register_optional(sub)
     tools.register(sub)
+    capture_cli.register(sub)
     for each in _all_subparsers(sub):
         # also accepted after the command, unless it has options of those names
         # (emulate --verbose: nbdkit's debug messages)
