@@ -84,10 +84,13 @@ def test_issue_sequence_reaches_steady_state_and_shows_saturation(
             "--out",
             str(out),
             "--no-report",
+            # the emulator is CPU-bound: on a loaded machine its rounds are noisier, so
+            # the test allows the PTS's usual round limit (25), not the quick profile's 12
+            *sets("tests.iops.rounds.max=25"),
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
@@ -158,4 +161,9 @@ def test_demo_command_runs_and_stops_its_emulator(tmp_path: Path) -> None:
     data = load_run(out)
     assert data.manifest.status == "complete"
     assert data.manifest.target.identity["emulated"] is True
-    assert subprocess.run(["pgrep", "-f", "tkbench-demo-"], capture_output=True).returncode == 1
+    # this demo's own emulator (its socket is in the run's target; other tests may run
+    # demos of their own at the same time) is gone, and so is its socket directory
+    sock = data.manifest.target.spec.partition("socket=")[2]
+    assert sock and "tkbench-demo-" in sock
+    assert subprocess.run(["pgrep", "-f", sock], capture_output=True).returncode == 1
+    assert not Path(sock).parent.exists()
