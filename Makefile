@@ -55,8 +55,12 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# Workers: more than the cores, since most tests wait on fio, the emulator or a disk;
+# tests/conftest.py groups what must share one worker (the QEMU guest, a module's run).
+TEST_WORKERS ?= 4
+
 pytest: deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 test: deps lint typecheck pytest
 
