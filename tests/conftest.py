@@ -77,6 +77,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("qemu-guest"))
         elif _module_fixtures(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # the guest's tests, the longest group, first: started last, the suite would wait
+    # on them alone (the order within each module stays as written)
+    items.sort(key=lambda item: item.get_closest_marker("vm") is None)
 
 
 @pytest.fixture(scope="session")
