@@ -23,9 +23,9 @@ DEMO_DIR ?= demo-run
 PREFIX ?= /usr/local
 GEN := XDG_CONFIG_HOME=/nonexistent $(BIN)/python -m tkbench.cli.docgen
 
-.PHONY: deps debs venv demo test lint typecheck pytest bench clean man install uninstall
+.PHONY: deps debs venv dev demo test lint typecheck pytest bench clean man install uninstall
 
-deps: debs venv
+deps: debs venv dev
 
 # Debian packages: installed only when missing, so repeated runs need no network.
 debs:
@@ -39,25 +39,37 @@ debs:
 
 venv: $(BIN)/tkbench
 
+# tkbench and what it runs with: all the demo needs
 $(BIN)/tkbench: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+# the tests' and linters' extras (pyproject.toml: dev)
+dev: $(VENV)/.dev
+
+$(VENV)/.dev: $(BIN)/tkbench
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
 # The demo: the quick profile on the bundled SSD emulator; ends with the PDF's path.
-demo: deps
+demo: debs venv
 	$(BIN)/tkbench demo --out $(DEMO_DIR)
 
-lint: venv
+lint: dev
 	$(BIN)/ruff check tkbench tests benchmarks
 	$(BIN)/ruff format --check tkbench tests benchmarks
 
-typecheck: venv
+typecheck: dev
 	$(BIN)/mypy
 
+# Workers: more than the cores, since most tests wait on fio, the emulator or a disk;
+# tests/conftest.py groups what must share one worker (the QEMU guest, a module's run).
+TEST_WORKERS ?= 4
+
 pytest: deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 test: deps lint typecheck pytest
 

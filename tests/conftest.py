@@ -54,6 +54,34 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(INSTALL_HINT, pytrace=False)
 
 
+def _module_fixtures(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture made once per module (a real run, a browser)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d[-1].scope == "module" for d in defs if d)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n N --dist loadgroup`` (``make test``): each group runs in
+    one worker.  The QEMU guest's tests share one guest (one per worker would not fit
+    the machine); a module whose tests share a module-scoped fixture (a real run, a
+    browser) is made once, not once per worker.  Everything else a test touches is
+    its own (tmp_path, its loop devices, its history: ``_private_history``), so the
+    other tests go to whichever worker is free.  Runs before xdist's own hook, which
+    reads the marks."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if item.get_closest_marker("vm") is not None:
+            item.add_marker(pytest.mark.xdist_group("qemu-guest"))
+        elif _module_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # the guest's tests, the longest group, first: started last, the suite would wait
+    # on them alone (the order within each module stays as written)
+    items.sort(key=lambda item: item.get_closest_marker("vm") is None)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Server]:
     """One real PostgreSQL server for the session (tests/_postgres.py)."""
@@ -85,25 +113,37 @@ def pg_url(pg_server: Server) -> str:
     return pg_server.new_database(f"t{next(_databases)}")
 
 
-@pytest.fixture(autouse=True)
-def _private_history(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Runs made by tests are indexed in a throw-away history, never the user's, and
-    under no rig name of the machine's."""
-    monkeypatch.setenv("TKBENCH_HISTORY", str(tmp_path_factory.getbasetemp() / "history.sqlite"))
+def _private_settings(mp: pytest.MonkeyPatch, base: Path, history: Path) -> None:
+    mp.setenv("TKBENCH_HISTORY", str(history))
     # the marks of data runs left on their targets (tkbench.device.owndata): the
     # tests', never root's /var/lib/tkbench
-    monkeypatch.setenv("TKBENCH_STATE", str(tmp_path_factory.getbasetemp() / "state"))
-    monkeypatch.delenv("TKBENCH_RIG", raising=False)
+    mp.setenv("TKBENCH_STATE", str(base / "state"))
+    mp.delenv("TKBENCH_RIG", raising=False)
+    # the user's own profiles (~/.config/tkbench/profiles) never shadow the bundled ones
+    mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What module- and session-scoped fixtures run (before any test's own settings
+    exist) is indexed in the session's throw-away history, never root's
+    /var/lib/tkbench nor the user's."""
+    base = tmp_path_factory.getbasetemp()
+    with pytest.MonkeyPatch.context() as mp:
+        _private_settings(mp, base, base / "history.sqlite")
+        yield
 
 
 @pytest.fixture(autouse=True)
-def _private_config(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The user's own profiles (~/.config/tkbench/profiles) never shadow the bundled ones."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))
+def _private_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each test's runs are indexed in a history of its own (so no test sees another's
+    entries, whatever worker or order runs them), under no rig name of the machine's.
+    Its own MonkeyPatch, not the test's: a test's ``monkeypatch.undo()`` cannot send
+    the rest of its runs to the system history."""
+    base = tmp_path_factory.getbasetemp()
+    with pytest.MonkeyPatch.context() as mp:
+        _private_settings(mp, base, tmp_path_factory.mktemp("history") / "history.sqlite")
+        yield
 
 
 @pytest.fixture

@@ -61,7 +61,8 @@ def test_emulator_recovery_runs_and_prints_its_figures(tmp_path: Path) -> None:
     last = done.stdout.strip().splitlines()[-1]
     m = re.fullmatch(
         rf"idle_recovery_median={FIGURE} min={FIGURE} max={FIGURE} "
-        rf"fresh_over_steady={FIGURE} purged_over_steady={FIGURE} reps=1 load={FIGURE}",
+        rf"fresh_over_steady={FIGURE} purged_over_steady={FIGURE} qd16_over_qd1={FIGURE} "
+        rf"latency_qd16_over_qd1={FIGURE} reps=1 load={FIGURE}",
         last,
     )
     assert m is not None, last

@@ -13,7 +13,11 @@ import pytest
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+
+
+def _env() -> dict[str, str]:
+    """The environment as the test has it now (its private history: tests/conftest.py)."""
+    return {**os.environ, "PYTHONPATH": str(CHECKOUT)}
 
 
 def closed_pipe_run(*args: str, pre: str = "") -> tuple[int, str]:
@@ -27,7 +31,7 @@ def closed_pipe_run(*args: str, pre: str = "") -> tuple[int, str]:
                 "sys.exit(main(sys.argv[1:]))", *args]  # fmt: skip
     try:
         done = subprocess.run(
-            argv, stdout=w, stderr=subprocess.PIPE, text=True, env=ENV, timeout=60
+            argv, stdout=w, stderr=subprocess.PIPE, text=True, env=_env(), timeout=60
         )
     finally:
         os.close(w)
@@ -46,7 +50,7 @@ def test_real_shell_pipelines_into_head(tmp_path: Path) -> None:
             ["bash", "-c", f"set -o pipefail; {sys.executable} -m tkbench {cmd} | head -n 1"],
             capture_output=True,
             text=True,
-            env=ENV,
+            env=_env(),
             timeout=60,
         )
         assert done.returncode == 0, (cmd, done.stderr)
@@ -64,14 +68,14 @@ def _run_args(tmp_path: Path, *extra: str) -> list[str]:
 def test_an_internal_error_has_its_own_exit_code_and_one_line() -> None:
     boom = "import tkbench.cli as c, tkbench.cli.tools as t; t.cmd_profiles = lambda args: 1 / 0"
     argv = [sys.executable, "-c", f"{boom}; import sys; sys.exit(c.main(sys.argv[1:]))"]
-    done = subprocess.run([*argv, "profiles"], capture_output=True, text=True, env=ENV)
+    done = subprocess.run([*argv, "profiles"], capture_output=True, text=True, env=_env())
     assert done.returncode == 5
     assert done.stderr == (
         "tkbench: error: internal error: ZeroDivisionError: division by zero "
         "(run with -v for the traceback; please report it)\n"
     )
     for verbose in (["-v", "profiles"], ["profiles", "--verbose"]):
-        done = subprocess.run([*argv, *verbose], capture_output=True, text=True, env=ENV)
+        done = subprocess.run([*argv, *verbose], capture_output=True, text=True, env=_env())
         assert done.returncode == 5
         assert done.stderr.startswith("Traceback (most recent call last):")
         assert done.stderr.splitlines()[-1].startswith("tkbench: error: internal error:")
@@ -80,7 +84,7 @@ def test_an_internal_error_has_its_own_exit_code_and_one_line() -> None:
     pipe += "def f(args): raise BrokenPipeError(32, 'Broken pipe')\n"
     pipe += "t.cmd_profiles = f\nimport sys\nsys.exit(c.main(sys.argv[1:]))"
     done = subprocess.run(
-        [sys.executable, "-c", pipe, "profiles"], capture_output=True, text=True, env=ENV
+        [sys.executable, "-c", pipe, "profiles"], capture_output=True, text=True, env=_env()
     )
     assert done.returncode == 5 and "internal error: BrokenPipeError" in done.stderr
 
@@ -90,7 +94,7 @@ def test_an_internal_error_in_a_run_leaves_its_traceback_in_the_run_log(tmp_path
     boom = "import tkbench.engine as e; e.Engine.run_test = lambda *a: {}['no-such-key']"
     argv = [sys.executable, "-c", f"{boom}; import sys; from tkbench.cli import main; "
             "sys.exit(main(sys.argv[1:]))", *_run_args(tmp_path)]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=120)
+    done = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 5
     log = tmp_path / "run" / "events.log"
     last = done.stderr.splitlines()[-1]
@@ -110,7 +114,7 @@ def test_quiet_run_prints_nothing_but_its_result(tmp_path: Path) -> None:
         [sys.executable, "-m", "tkbench", "-q", *_run_args(tmp_path, "--json")],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=_env(),
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -122,7 +126,7 @@ def test_quiet_run_prints_nothing_but_its_result(tmp_path: Path) -> None:
         [sys.executable, "-m", "tkbench", *_run_args(tmp_path / "b")],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=_env(),
         timeout=120,
     )
     assert loud.returncode == 0 and "round done" in loud.stderr
@@ -133,6 +137,6 @@ def test_verbose_and_quiet_together_are_bad_input() -> None:
         [sys.executable, "-m", "tkbench", "-v", "-q", "profiles"],
         capture_output=True,
         text=True,
-        env=ENV,
+        env=_env(),
     )
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1

@@ -251,8 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="run directory to create (default: demo-run)",
     )
-    p.add_argument("--profile", default="quick", help="profile to run (default: quick)")
-    p.add_argument("--capacity", default="256M", help="emulated capacity (default: 256M)")
+    p.add_argument(
+        "--profile",
+        default="quick",
+        help="profile to run (default: quick, with the demo's further reductions: "
+        "docs/profiles.md)",
+    )
+    p.add_argument("--capacity", help="emulated capacity (default: 64M)")
     p.add_argument("--seed", type=int, default=7, help="emulator seed (default: 7)")
     p.add_argument(
         "--set",

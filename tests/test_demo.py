@@ -1,0 +1,54 @@
+"""The demo's own reductions of the quick profile (tkbench.runs.DEMO_REDUCTIONS): the
+profile they make is valid, a user's ``--set`` wins over them, and another profile
+gets none of them.  The demo itself runs in tests/test_run_emulator.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._helpers import sets
+from tkbench import cli
+from tkbench import profile as profilemod
+from tkbench.runs import DEMO_REDUCTIONS, demo_overrides
+
+STAGED = ("hir", "xsr", "cbw", "dirth")
+
+
+def test_the_demo_runs_every_test_of_quick_reduced_further() -> None:
+    demo = profilemod.load("quick", demo_overrides("quick", []))
+    quick = profilemod.load("quick")
+    assert [t.name for t in demo.tests] == [t.name for t in quick.tests]
+    assert demo.rounds.window == 3 < quick.rounds.window
+    assert demo.test("cbw").threads == (4, 1) and demo.test("dirth").iodepths == (8, 1)
+    assert demo.test("iops").point_runtime < quick.test("iops").point_runtime
+    assert demo.test("cbw").rounds.max < quick.test("cbw").rounds.max
+    assert "demo" in demo.report.title  # page 1 says whose numbers these are
+
+
+def test_the_demos_reductions_are_listed_as_departures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What page 1 of the demo's report lists (the same judgement of the plan)."""
+    argv = ["plan", "--profile", "quick", "--target", str(tmp_path / "x.img"), "--size", "64M"]
+    assert cli.main([*argv, *sets(*demo_overrides("quick", []))]) == 0
+    departures = capsys.readouterr().out.split("departs from SNIA PTS-E", 1)[1]
+    assert "steady-state window: 3 rounds" in departures
+    assert "demand-intensity grid: 4 loads, thread counts 4, 1 x queue depths 8, 1" in departures
+    assert "point duration: 500 ms per point" in departures
+
+
+def test_a_users_set_replaces_the_demos_value() -> None:
+    mine = "tests.wsat.max_duration=10s"
+    got = demo_overrides("quick", [mine])
+    assert got[-1] == mine
+    assert not any(o.startswith("tests.wsat.max_duration=") for o in got[:-1])
+    assert len(got) == len(DEMO_REDUCTIONS)  # one of the demo's left out, the user's in
+    assert profilemod.load("quick", got).test("wsat").max_duration == 10
+
+
+def test_another_profile_gets_none_of_the_demos_reductions() -> None:
+    assert demo_overrides("pts-e", ["rounds.max=30"]) == ["rounds.max=30"]
+    for name in STAGED:
+        assert any(o.startswith(f"tests.{name}.") for o in DEMO_REDUCTIONS)
