@@ -78,7 +78,7 @@ machine's other load decides (at a load average of 25: processes 187k, threads
 49k, tkbench 58k).  Before (one idle-ish machine, November 2026): medians
 5.7-5.9 ms, largest 24-27 ms, ratio 0.98-1.04.  A hang of a few shorter runs
 under load (a round held in its hand-off for ever) looks like fio's own, one
-thread in io_getevents, that tkbench.runner prevents since (SIGCHLD).
+thread in io_getevents, that tkbench.fio.runner prevents since (SIGCHLD).
 """
 
 from __future__ import annotations
@@ -98,15 +98,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tkbench import plan as planmod
 from tkbench import profile
 from tkbench.engine import Engine, EngineOptions, new_manifest
-from tkbench.fiojson import parse
-from tkbench.plan import Point
-from tkbench.records import Round
-from tkbench.runner import LocalFio, LocalFioProcess
-from tkbench.store import RunStore, load_run
-from tkbench.target import Target, open_target
+from tkbench.fio.output import parse
+from tkbench.fio.runner import LocalFio, LocalFioProcess
+from tkbench.plan import build as planmod
+from tkbench.plan.build import Point
+from tkbench.rundir.records import Round
+from tkbench.rundir.store import RunStore, load_run
+from tkbench.targets.target import Target, open_target
 
 TEST = "iops"  # the quick profile's test whose points are measured
 SECTION = re.compile(r"^\[(p\d{3})_[^\]]*\]$", re.MULTILINE)

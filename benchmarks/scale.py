@@ -188,8 +188,8 @@ def tkbench(*args: str, out: Path | None = None) -> Measured:
 START_CHECK = """
 import sys
 from tkbench.history import open_history
-from tkbench.runs import check_outputs
-from tkbench.store import load_run
+from tkbench.engine.runs import check_outputs
+from tkbench.rundir.store import load_run
 check_outputs(history_db=sys.argv[1])
 base = open_history(sys.argv[1]).previous(load_run(sys.argv[2]))
 assert base is not None, "no baseline found"

@@ -30,7 +30,7 @@ from typing import Any
 
 from tkbench import cli
 from tkbench.report import analysis, comparison, options
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 RUNDIRS = Path(__file__).resolve().parent / "data" / "rundirs"
 GOLDEN = RUNDIRS / "golden"

@@ -341,7 +341,7 @@ def _preload() -> None:
     """Import once what every tkbench command would import again over 9p."""
     import importlib
 
-    for name in ("tkbench.cli", "tkbench.runs", "tkbench.engine", "tkbench.device.purge"):
+    for name in ("tkbench.cli", "tkbench.engine.runs", "tkbench.engine", "tkbench.device.purge"):
         importlib.import_module(name)
 
 

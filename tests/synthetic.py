@@ -1,7 +1,7 @@
 """A synthetic full-size PTS-E run directory, for the report's tests and benchmark.
 
 :func:`make_synthetic_run` writes a *real* run directory through
-:class:`tkbench.store.RunStore`: the plan is ``plan.build(profile.load("pts-e"),
+:class:`tkbench.rundir.store.RunStore`: the plan is ``plan.build(profile.load("pts-e"),
 ...)``, the records have the exact shape the engine stores, and the stop rules
 are the engine's (a steady-state test stops at its first steady round, write
 saturation at its byte or time limit).  Only the numbers are made up, by a
@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from tkbench import __version__, jobfile
-from tkbench import plan as planmod
+from tkbench import __version__
 from tkbench import profile as profilemod
 from tkbench.analysis import segment_verdicts, stages, steady, test_result
 from tkbench.analysis.window import window, window_records
-from tkbench.fiojson import bucket_value, percentile_from_bins
+from tkbench.fio import jobfile
+from tkbench.fio.output import bucket_value, percentile_from_bins
 from tkbench.kinds.staged import common as procedures
-from tkbench.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
-from tkbench.store import RunStore, TestData
+from tkbench.plan import build as planmod
+from tkbench.rundir.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
+from tkbench.rundir.store import RunStore, TestData
 
 SYNTHETIC_MODEL = "Synthetic data — not a measurement"
 CAPACITY = 15_362_991_415_296  # a 15.36 TB drive: 24 h of WSAT stay below 4x capacity
@@ -101,7 +102,7 @@ def dir_record(
     rng: np.random.Generator,
     bins: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
-    """One direction of a point, as :func:`tkbench.results.dir_summary` stores it."""
+    """One direction of a point, as :func:`tkbench.fio.results.dir_summary` stores it."""
     if iops <= 0:
         return {
             "io_bytes": 0,
@@ -148,7 +149,7 @@ def dir_record(
 def point_record(
     point: Mapping[str, Any], read: Mapping[str, Any], write: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A point summary in the shape of :func:`tkbench.results.point_summary`."""
+    """A point summary in the shape of :func:`tkbench.fio.results.point_summary`."""
     ios_r, ios_w = int(read["total_ios"]), int(write["total_ios"])
     ios = ios_r + ios_w
     lat = (read["lat_mean_ns"] * ios_r + write["lat_mean_ns"] * ios_w) / ios if ios else 0.0

@@ -13,7 +13,7 @@ import pytest
 from tests._helpers import STAGED_OFF, layout_text, sets
 from tkbench import analysis, cli
 from tkbench.report import build_report
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tkbench import cli
-from tkbench.store import SCHEMA
+from tkbench.rundir.store import SCHEMA
 
 
 def _setup_none(tmp: Path) -> None:

@@ -24,13 +24,13 @@ import pytest
 from tests._helpers import layout_text, mounted_volume
 from tests.test_volume import _one_error, _snapshot, needs_root
 from tkbench import cli
-from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.errors import ProfileError
 from tkbench.kinds import copy as copyplan
 from tkbench.kinds.copyrun import CopySession, drop_pages, fill
+from tkbench.plan import build as planmod
 from tkbench.profile import CopySet
-from tkbench.volume import PREFIX
+from tkbench.targets.volume import PREFIX
 
 K, M = 1024, 1024 * 1024
 GiB = 1024 * M
@@ -380,7 +380,8 @@ _COPY_SCRIPT = """
 import sys
 import tempfile
 from pathlib import Path
-from tkbench import plan, profile
+from tkbench import profile
+from tkbench.plan import build as plan
 from tkbench.kinds.copyrun import CopySession
 prof = profile.load(sys.argv[1])
 info = plan.TargetInfo("/srv/data", "volume", 1 << 40, 512, 1 << 40, True)

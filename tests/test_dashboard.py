@@ -25,14 +25,14 @@ import pytest
 from tests._chromium import Browser, Page
 from tkbench import cli, history
 from tkbench import profile as profilemod
-from tkbench.checks import criterion_checks
 from tkbench.dashboard import build_site
 from tkbench.dashboard.chart import nice_ticks
 from tkbench.dashboard.model import number, page_name
 from tkbench.dashboard.site import render as build_pages
 from tkbench.history import Entry, baseline_of
-from tkbench.records import Checks
-from tkbench.store import load_run
+from tkbench.outputs.checks import criterion_checks
+from tkbench.rundir.records import Checks
+from tkbench.rundir.store import load_run
 
 RUNDIRS = Path(__file__).resolve().parent / "data" / "rundirs"
 ARTEFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artefacts" / "dashboard"

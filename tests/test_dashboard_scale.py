@@ -13,10 +13,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from tkbench import history
-from tkbench.checks import regression_checks
 from tkbench.dashboard import build_site
 from tkbench.dashboard.model import number
 from tkbench.history import Entry, baseline_of
+from tkbench.outputs.checks import regression_checks
 
 PAGE_BOUND = 2_000_000  # bytes: the goal of a page at any size of history
 KEYS = [f"iops: iops {bs} {mix}" for bs in ("4k", "64k") for mix in ("0/100", "65/35", "100/0")]

@@ -1,4 +1,4 @@
-"""The demo's own reductions of the quick profile (tkbench.runs.DEMO_REDUCTIONS): the
+"""The demo's own reductions of the quick profile (tkbench.engine.runs.DEMO_REDUCTIONS): the
 profile they make is valid, a user's ``--set`` wins over them, and another profile
 gets none of them.  The demo itself runs in tests/test_run_emulator.py."""
 
@@ -11,7 +11,7 @@ import pytest
 from tests._helpers import sets
 from tkbench import cli
 from tkbench import profile as profilemod
-from tkbench.runs import DEMO_REDUCTIONS, demo_overrides
+from tkbench.engine.runs import DEMO_REDUCTIONS, demo_overrides
 
 STAGED = ("hir", "xsr", "cbw", "dirth")
 

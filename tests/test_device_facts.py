@@ -18,8 +18,8 @@ from fakes.helpers import FakeTools, LoopDevices
 from tkbench.device import identify
 from tkbench.device.facts import brand_of_model, host_link, link_text, manufacturer
 from tkbench.device.sysfs import Sysfs
-from tkbench.records import Manifest, TargetRecord
 from tkbench.report import devicefacts
+from tkbench.rundir.records import Manifest, TargetRecord
 
 # --------------------------------------------------------------------------- manufacturer
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tkbench import nbd, proc
+from tkbench import proc
 from tkbench.emulator import INSTALL_HINT, Emulator, check_nbdkit, start_emulator
 from tkbench.emulator import cli as emu_cli
 from tkbench.emulator.ssdmodel import (
@@ -38,6 +38,7 @@ from tkbench.emulator.ssdmodel import (
     parse_size,
 )
 from tkbench.errors import DeviceError, InputError, ToolMissingError
+from tkbench.targets import nbd
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -83,7 +83,7 @@ def test_host_idle_recovery_is_measured_in_each_wait_state(
 ) -> None:
     states = procedures["hir"]["wait_states"]
     assert [w["idle_s"] for w in states] == [0.3, 1.2]
-    # every burst found whole (a late log line is no gap: tkbench/fiologs.py); the
+    # every burst found whole (a late log line is no gap: tkbench/fio/logs.py); the
     # last may be cut by the end of the wait state's time, which fio 3.33 spends
     # partly on a longer first burst
     assert all(BURSTS - 1 <= w["bursts"] <= BURSTS for w in states), states

@@ -25,14 +25,15 @@ import pytest
 from tests._helpers import STAGED_OFF, merged
 from tests.fakes.fio_runner import Call, FakeClock, FakeFio, Run, parse_jobfile
 from tkbench import engine as engine_mod
-from tkbench import jobfile, profile
-from tkbench import plan as planmod
+from tkbench import profile
 from tkbench.analysis.stoprules import ROUND_CAP
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
 from tkbench.engine import clock as engine_clock
 from tkbench.errors import DeviceError, Interrupted, RunDirError
-from tkbench.store import RunData, RunStore, load_run
-from tkbench.target import open_target
+from tkbench.fio import jobfile
+from tkbench.plan import build as planmod
+from tkbench.rundir.store import RunData, RunStore, load_run
+from tkbench.targets.target import open_target
 
 MiB = 1024 * 1024
 ONLY_IOPS = ["tests.throughput.enabled=false", "tests.latency.enabled=false"]
@@ -594,7 +595,7 @@ def test_no_round_is_started_ahead_where_it_cannot_follow_safely(tmp_path: Path,
 
 def test_the_default_resume_gap_is_the_least_idle_gap() -> None:
     from tkbench.cli.parser import build_parser
-    from tkbench.runs import RunRequest
+    from tkbench.engine.runs import RunRequest
 
     args = build_parser().parse_args(["run", "--target", "x"])
     assert args.resume_gap == engine_mod.IDLE_GAP_MIN == RunRequest().resume_gap

@@ -18,8 +18,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench import analysis, cli
-from tkbench.export import COLUMNS
-from tkbench.store import load_run
+from tkbench.outputs.export import COLUMNS
+from tkbench.rundir.store import load_run
 
 MB = 1e6
 

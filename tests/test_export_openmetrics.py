@@ -26,8 +26,8 @@ from tests.synthetic import make_synthetic_run
 from tests.test_volume import SMALL
 from tests.test_volume_history import COPY, SWEEP, VFILE
 from tkbench import analysis, cli
-from tkbench.export import COLUMNS, EXPORT_VERSION
-from tkbench.store import load_run
+from tkbench.outputs.export import COLUMNS, EXPORT_VERSION
+from tkbench.rundir.store import load_run
 
 STAGED = {
     "hir-precondition",

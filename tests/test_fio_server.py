@@ -15,10 +15,10 @@ import pytest
 from tests._helpers import FAST, TWO_IOPS_ROUNDS
 from tkbench.cli import main
 from tkbench.device import owndata
-from tkbench.records import Manifest
+from tkbench.engine.runs import RunRequest, start
 from tkbench.report import build_report
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
+from tkbench.rundir.records import Manifest
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

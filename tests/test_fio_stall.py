@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST, STAGED_OFF
-from tkbench import jobfile
 from tkbench.emulator import check_nbdkit
-from tkbench.runner import FioStalled, LocalFio, Progress, ThreadActivity
-from tkbench.store import load_run
+from tkbench.fio import jobfile
+from tkbench.fio.runner import FioStalled, LocalFio, Progress, ThreadActivity
+from tkbench.rundir.store import load_run
 
 SIGCHLD_BIT = 1 << (signal.SIGCHLD - 1)
 
@@ -150,7 +150,7 @@ def test_the_hooks_of_fio_threads_do_not_hang_its_last_reaping(tmp_path: Path) -
 STALL_AFTER = 3.0
 # tkbench itself, with the watchdog's window shortened (the only change)
 LAUNCH = (
-    "import runpy, tkbench.runner as r; "
+    "import runpy, tkbench.fio.runner as r; "
     f"r.STALL_AFTER = {STALL_AFTER}; "
     "runpy.run_module('tkbench', run_name='__main__', alter_sys=True)"
 )

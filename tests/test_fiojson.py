@@ -1,4 +1,4 @@
-"""Tests for tkbench.fiojson against real fio outputs (see PROVENANCE.md of the fixtures)."""
+"""Tests for tkbench.fio.output against real fio outputs (see PROVENANCE.md of the fixtures)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from tkbench import proc
 from tkbench.errors import FioJobError, FioParseError
-from tkbench.fiojson import (
+from tkbench.fio.output import (
     DirStats,
     FioOutput,
     JobStats,
@@ -25,9 +25,9 @@ from tkbench.fiojson import (
     parse,
     percentile_from_bins,
 )
-from tkbench.plan import Point
+from tkbench.fio.results import host_label, summarize_round
+from tkbench.plan.build import Point
 from tkbench.profile import Mix
-from tkbench.results import host_label, summarize_round
 
 F214 = "fio-2.1.4_multijob_seq-rand-rw_from_GoogleCloudPlatform-PerfKitBenchmarker.json"
 F29 = "fio-2.9-3-gf1c4_jsonplus-bins_randrw70_from_msterin-play.json"

@@ -19,7 +19,7 @@ from tests._helpers import FAST, TWO_IOPS_ROUNDS, sets
 from tkbench import cli
 from tkbench import fleet as fleetmod
 from tkbench.errors import RunDirError
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 TK = [sys.executable, "-m", "tkbench"]
 FAST_RUN = ["--profile", "quick", "--size", "16M", "--yes", "--no-history", *sets(*TWO_IOPS_ROUNDS)]

@@ -1,5 +1,5 @@
 """A fleet drive's line on the terminal, from its run's log lines (no fio: the lines
-are as tkbench.ui.LogProgress writes them; tests/test_tty.py reads real ones)."""
+are as tkbench.cli.ui.LogProgress writes them; tests/test_tty.py reads real ones)."""
 
 from __future__ import annotations
 

@@ -16,15 +16,16 @@ import pytest
 from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import FakeClock, FakeFio
 from tests.test_engine_rules import new_engine, resumed_engine
-from tkbench import cli, profile, store
-from tkbench import plan as planmod
+from tkbench import cli, profile
 from tkbench.analysis.confidence import LEVELS, histogram_phase
 from tkbench.engine import clock as engine_clock
 from tkbench.errors import Interrupted
-from tkbench.fiojson import percentile_from_bins
-from tkbench.plan import TargetInfo
-from tkbench.records import Direction, PointResult, ResponseHistogram, TestPlan
-from tkbench.store import load_run
+from tkbench.fio.output import percentile_from_bins
+from tkbench.plan import build as planmod
+from tkbench.plan.build import TargetInfo
+from tkbench.rundir import store
+from tkbench.rundir.records import Direction, PointResult, ResponseHistogram, TestPlan
+from tkbench.rundir.store import load_run
 
 GIB = 1024**3
 ONLY_LATENCY = ["tests.iops.enabled=false", "tests.throughput.enabled=false"]

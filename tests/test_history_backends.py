@@ -26,8 +26,8 @@ import pytest
 from tests import _rundir_outputs as outputs
 from tests._postgres import PASSWORD, Server
 from tkbench import cli, history
+from tkbench.engine.runs import check_outputs, finish_checks
 from tkbench.errors import InputError
-from tkbench.runs import check_outputs, finish_checks
 
 RUNDIRS = outputs.RUNDIRS
 KEPT = [RUNDIRS / r for r in outputs.RUNS]
@@ -160,8 +160,8 @@ def test_import_is_idempotent_by_run_uuid(
     assert code == 0 and json.loads(out) == now
 
     # checks stored when a run was indexed after it ran are kept by a later import
-    from tkbench.records import CheckItem, Checks
-    from tkbench.store import load_run
+    from tkbench.rundir.records import CheckItem, Checks
+    from tkbench.rundir.store import load_run
 
     checks = Checks(passed=False, count=1, failed=1, checks=(CheckItem(name="x", passed=False),))
     history.open_history(location).add(load_run(moved), checks, rig="rig1")
@@ -374,7 +374,7 @@ CONCURRENT = """
 import sys, time
 from pathlib import Path
 from tkbench.history import open_history
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 url, go, dirs = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 runs = [load_run(d) for d in dirs]

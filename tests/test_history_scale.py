@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 
 from tests import _rundir_outputs as outputs
-from tkbench import cli, history, store
+from tkbench import cli, history
+from tkbench.engine.runs import check_outputs
 from tkbench.errors import InputError
 from tkbench.history import Entry, base, entry
-from tkbench.runs import check_outputs
+from tkbench.rundir import store
 
 SMALL_RUN = outputs.RUNDIRS / "file-a"
 

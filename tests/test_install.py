@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tkbench import cli, paths, profile
+from tkbench import cli, profile
 from tkbench.errors import ProfileError
+from tkbench.profile import paths
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 

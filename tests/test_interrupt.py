@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST, STAGED_OFF
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 
@@ -85,7 +85,7 @@ def _rounds(out: Path) -> int:
 
 
 # Bounds on waits, never timings: a loaded host's disk has stalled I/O for a minute
-# (the hand-off waits it out, tkbench.jobfile.STALL_MARGIN), and the run must be given
+# (the hand-off waits it out, tkbench.fio.jobfile.STALL_MARGIN), and the run must be given
 # that long before a test calls it stuck.
 PATIENCE = 300.0
 

@@ -15,8 +15,8 @@ import pytest
 
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench import cli
-from tkbench import target as targetmod
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
+from tkbench.targets import target as targetmod
 
 pytestmark = pytest.mark.fio
 
@@ -39,7 +39,7 @@ def _run(tmp: Path, *extra: str) -> int:
 
 
 class _SignalAtFirstSync:
-    """``os`` as tkbench.target sees it, whose first ``fsync`` -- the purge's first
+    """``os`` as tkbench.targets.target sees it, whose first ``fsync`` -- the purge's first
     step done -- comes with a SIGTERM to this process (the handler tkbench's CLI
     installs raises there, as it would for systemd's stop)."""
 
@@ -82,7 +82,7 @@ def test_sigint_after_run_complete_is_finished_by_a_resume(
 ) -> None:
     """Ctrl-C between the last round stored and checks.json: the resume makes the
     checks (and the report, and the history entry) and exits with their code."""
-    from tkbench import runs
+    from tkbench.engine import runs
 
     real = runs.finish_checks
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tkbench import kinds
-from tkbench import plan as planmod
 from tkbench import profile as profilemod
+from tkbench.plan import build as planmod
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 1 << 30
@@ -59,14 +59,14 @@ def test_one_type_claims_each_test_besides_the_basic() -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "tkbench.planned",
+        "tkbench.plan.model",
         "tkbench.kinds",
         "tkbench.kinds.sweep",
         "tkbench.profile",
         "tkbench.profile.model",
-        "tkbench.jobfile",
+        "tkbench.fio.jobfile",
         "tkbench.analysis.volfigures",
-        "tkbench.plan",
+        "tkbench.plan.build",
     ],
 )
 def test_the_planning_modules_import_first_in_any_order(module: str) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import STAGED_OFF
-from tkbench.fiojson import parse
-from tkbench.results import LiveFigures, StatusStream
-from tkbench.runner import final_report
+from tkbench.fio.output import parse
+from tkbench.fio.results import LiveFigures, StatusStream
+from tkbench.fio.runner import final_report
 
 pytestmark = pytest.mark.fio
 

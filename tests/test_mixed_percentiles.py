@@ -24,10 +24,10 @@ from tkbench.analysis.window import (
     pooled_percentiles,
     samples_needed,
 )
-from tkbench.fiojson import percentile_from_bins
-from tkbench.records import Direction, PlannedPoint, PointResult, Round, TestPlan
+from tkbench.fio.output import percentile_from_bins
 from tkbench.report import fmt
 from tkbench.report.tables import COMBINED, blank_note, latency_rows
+from tkbench.rundir.records import Direction, PlannedPoint, PointResult, Round, TestPlan
 from tkbench.vocab import MS
 
 

@@ -1,4 +1,4 @@
-"""tkbench.nbd against real servers: the bundled emulator and ``nbdkit memory``.
+"""tkbench.targets.nbd against real servers: the bundled emulator and ``nbdkit memory``.
 
 Needs the Debian packages nbdkit and nbdkit-plugin-python (the tests fail,
 never skip, when they are missing).
@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tkbench import nbd
 from tkbench.emulator import check_nbdkit, start_emulator
 from tkbench.errors import DeviceError, InputError, ToolMissingError
+from tkbench.targets import nbd
 
 MIB = 1024 * 1024
 

@@ -8,10 +8,10 @@ import re
 import pytest
 
 from tests._rundir_outputs import RUNDIRS
-from tkbench.compare import outliers
+from tkbench.outputs.compare import outliers
 from tkbench.report.comparison import comparison_model
 from tkbench.report.render import build_comparison_document
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 
 def test_one_drive_far_below_the_others_is_an_outlier() -> None:

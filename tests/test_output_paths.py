@@ -1,4 +1,4 @@
-"""Every output path the user names follows one rule (tkbench/outputs.py): a FIFO, a
+"""Every output path the user names follows one rule (tkbench/outputs/files.py): a FIFO, a
 character device or a link to one is written in place, never replaced by a regular
 file; ``/dev/stderr`` is the process's own standard error; a run directory's records
 are refused; a new file is created, an own regular file replaced atomically.
@@ -23,8 +23,8 @@ import pytest
 
 from tests._rundir_outputs import RUNDIRS
 from tkbench import cli
-from tkbench.checks import write_junit
-from tkbench.store import load_run
+from tkbench.outputs.checks import write_junit
+from tkbench.rundir.store import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,8 +131,8 @@ def test_junit_to_dev_stderr_goes_to_the_process_stderr(tmp_path: Path) -> None:
     link = tmp_path / "stderr"
     link.symlink_to("/proc/self/fd/2")
     code = (
-        "import sys; from pathlib import Path; from tkbench.checks import write_junit; "
-        "from tkbench.store import load_run; "
+        "import sys; from pathlib import Path; from tkbench.outputs.checks import write_junit; "
+        "from tkbench.rundir.store import load_run; "
         f"write_junit(Path({str(link)!r}), load_run({str(RUNDIRS / 'file-a')!r}), [])"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -256,7 +256,7 @@ def test_a_filesystem_made_while_the_run_ends_gets_no_mark(
 ) -> None:
     """Another process makes a filesystem on the target after the run's last write and
     before its mark: the run keeps no mark (it says why), and the next run is refused."""
-    from tkbench.target import FileTarget
+    from tkbench.targets.target import FileTarget
 
     real = FileTarget.keep_mark
 
@@ -369,8 +369,8 @@ def test_keeping_a_mark_never_raises_or_hangs(tmp_path: Path) -> None:
 def test_a_run_that_wrote_nothing_keeps_no_mark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tkbench.engine.runs import RunRequest, start
     from tkbench.errors import Interrupted
-    from tkbench.runs import RunRequest, start
 
     monkeypatch.setenv("TKBENCH_STATE", str(tmp_path / "state"))
     img = _random_file(tmp_path / "t.img", 16 * MiB)

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tkbench import jobfile, plan, profile
-from tkbench.fiojson import parse
+from tkbench import profile
+from tkbench.fio import jobfile
+from tkbench.fio.output import parse
+from tkbench.plan import build as plan
 
 pytestmark = pytest.mark.fio
 

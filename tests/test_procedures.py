@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from tests._helpers import STAGE_TESTS, sets
-from tkbench import cli, fiologs, profile
-from tkbench import plan as planmod
+from tkbench import cli, profile
 from tkbench.analysis import stages
 from tkbench.analysis.window import window, window_records
-from tkbench.records import Series
-from tkbench.store import load_run
+from tkbench.fio import logs as fiologs
+from tkbench.plan import build as planmod
+from tkbench.rundir.records import Series
+from tkbench.rundir.store import load_run
 
 GiB = 1 << 30
 MiB = 1 << 20

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import STAGE_TESTS
-from tkbench import cli, jobfile, plan, profile
+from tkbench import cli, profile
 from tkbench.errors import InputError, ProfileError
-from tkbench.records import Direction, PointResult, Round
+from tkbench.fio import jobfile
+from tkbench.plan import build as plan
+from tkbench.rundir.records import Direction, PointResult, Round
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -21,12 +21,15 @@ from typing import Any
 import pytest
 
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, sets
-from tkbench import cli, profile, store
-from tkbench import plan as planmod
+from tkbench import cli, profile
 from tkbench.analysis.conformance import judge_plan, judge_run
 from tkbench.analysis.pts import BY_NAME, TESTS, Departure, Judgement, stored_variant
 from tkbench.device.writecache import CacheSession, WriteCacheRecord
-from tkbench.records import (
+from tkbench.plan import build as planmod
+from tkbench.report import build_report, header
+from tkbench.report.model import PtsClaim
+from tkbench.rundir import store
+from tkbench.rundir.records import (
     Manifest,
     PointResult,
     Precondition,
@@ -37,9 +40,7 @@ from tkbench.records import (
     Round,
     TargetRecord,
 )
-from tkbench.report import build_report, header
-from tkbench.report.model import PtsClaim
-from tkbench.store import RunData, load_run
+from tkbench.rundir.store import RunData, load_run
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

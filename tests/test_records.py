@@ -11,7 +11,7 @@ import pytest
 
 from tests._rundir_outputs import RUNDIRS, RUNS
 from tkbench.errors import RunDirError
-from tkbench.records import (
+from tkbench.rundir.records import (
     Context,
     Failure,
     Manifest,
@@ -21,8 +21,8 @@ from tkbench.records import (
     Round,
     TestPlan,
 )
-from tkbench.records.base import dump
-from tkbench.store import RunStore, load_run
+from tkbench.rundir.records.base import dump
+from tkbench.rundir.store import RunStore, load_run
 
 HERE = Path("test.json")
 

@@ -22,10 +22,10 @@ from tests._postgres import Server
 from tests.test_repeat_until import FIXED
 from tkbench import cli, history
 from tkbench.analysis.repeat import difference_noise, repeatability, t95
-from tkbench.compare import MIN_DELTA, Row
 from tkbench.history import schema
+from tkbench.outputs.compare import MIN_DELTA, Row
 from tkbench.report.comparison import comparison_model
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 RUNDIRS = Path(__file__).resolve().parent / "data" / "rundirs"
 

@@ -22,7 +22,7 @@ from tests.test_engine_rules import clock, interrupted_after, new_engine, resume
 from tkbench import cli, profile
 from tkbench.analysis.repeat import until_bounds, until_standing
 from tkbench.analysis.stoprules import kind_named
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 __all__ = ["clock"]  # the engine's fake clock, a fixture
 

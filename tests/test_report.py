@@ -21,9 +21,9 @@ import pytest
 from tests._helpers import STAGED_OFF
 from tests.synthetic import SYNTHETIC_MODEL, make_synthetic_run
 from tkbench import cli
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import InputError, RunDirError
 from tkbench.report import build_comparison, build_report, render
-from tkbench.runs import RunRequest, start
 
 MiB = 1024 * 1024
 POPPLER = ("pdftotext", "pdfinfo", "pdffonts", "pdftoppm")
@@ -479,8 +479,8 @@ def test_synthetic_report_numbers_match_the_records(
 
 
 def test_synthetic_run_is_a_real_run_directory(synthetic_run: Path) -> None:
-    from tkbench.store import load_run
-    from tkbench.summary import run_summary
+    from tkbench.outputs.show import run_summary
+    from tkbench.rundir.store import load_run
 
     run = load_run(synthetic_run)
     assert run.manifest.synthetic is True
@@ -544,7 +544,7 @@ def signed(delta: float) -> str:
 def test_comparison_pdf_of_a_real_and_a_synthetic_run(
     real_run: Path, synthetic_run: Path, tmp_path: Path
 ) -> None:
-    from tkbench.store import load_run
+    from tkbench.rundir.store import load_run
 
     runs = [load_run(real_run), load_run(synthetic_run)]
     pdf = build_comparison(runs, tmp_path / "cmp.pdf")
@@ -577,7 +577,7 @@ def test_comparison_overlays_every_run_and_shows_the_deltas(real_run: Path, tmp_
     """Run 2 is run 1 with every IOPS and MB/s value ×1.25: every delta is +25.0 %, and
     the convergence figure draws both runs in their colours."""
     from tkbench.report.comparison_figures import run_style
-    from tkbench.store import load_run
+    from tkbench.rundir.store import load_run
 
     faster = scaled_copy(real_run, tmp_path / "faster", 1.25)
     pdf = build_comparison([load_run(real_run), load_run(faster)], tmp_path / "cmp.pdf")
@@ -622,7 +622,7 @@ def test_comparison_overlays_every_run_and_shows_the_deltas(real_run: Path, tmp_
 def test_comparison_of_many_runs_fits_the_page(real_run: Path, tmp_path: Path) -> None:
     """Eight runs (TKperf's compare stopped at seven): every value of every run is printed,
     in tables of run 1 and at most four others."""
-    from tkbench.store import load_run
+    from tkbench.rundir.store import load_run
 
     factors = [1.0 + 0.05 * k for k in range(8)]
     dirs = [real_run] + [

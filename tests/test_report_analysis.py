@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 import tkbench.analysis as core
-from tkbench import store
 from tkbench.analysis.window import merge_bins
 from tkbench.errors import InputError
-from tkbench.records import (
+from tkbench.report import analysis, fmt, header, options, procedure, render, tables
+from tkbench.report import rounds as round_parts
+from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
+from tkbench.rundir import store
+from tkbench.rundir.records import (
     Direction,
     Manifest,
     PlannedPoint,
@@ -24,10 +27,7 @@ from tkbench.records import (
     Round,
     TestPlan,
 )
-from tkbench.report import analysis, fmt, header, options, procedure, render, tables
-from tkbench.report import rounds as round_parts
-from tkbench.report.model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED
-from tkbench.store import RunData
+from tkbench.rundir.store import RunData
 
 # --------------------------------------------------------------------------- records
 

@@ -26,14 +26,15 @@ import pytest
 
 from tests._helpers import STAGED_OFF, layout_text, sets, start_tkbench
 from tests.test_pts import cache_set, planned, stored_run
-from tkbench import cli, procedures, profile, store
-from tkbench import plan as planmod
+from tkbench import cli, procedures, profile
 from tkbench.analysis import requirements as table
 from tkbench.analysis.conformance import judge_plan, judge_run
 from tkbench.analysis.pts import Judgement
-from tkbench.records import OperatingPoint
+from tkbench.plan import build as planmod
 from tkbench.report import analysis, build_report, header, options, render
-from tkbench.store import load_run
+from tkbench.rundir import store
+from tkbench.rundir.records import OperatingPoint
+from tkbench.rundir.store import load_run
 
 BASIC_OFF = [f"tests.{t}.enabled=false" for t in ("iops", "throughput", "latency", "wsat")]
 # what fio 3.33 cannot do, so every HIR and XSR plan departs in it (docs/methodology.md)

@@ -20,9 +20,9 @@ from fakes.helpers import LoopDevices
 
 from tests._helpers import STAGED_OFF, merged
 from tkbench import cli
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

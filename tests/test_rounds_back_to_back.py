@@ -24,10 +24,10 @@ import pytest
 
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import parse_jobfile
-from tkbench import runs
-from tkbench.runner import LocalFio, LocalFioProcess
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
+from tkbench.engine import runs
+from tkbench.engine.runs import RunRequest, start
+from tkbench.fio.runner import LocalFio, LocalFioProcess
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import STAGED_OFF, sets
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

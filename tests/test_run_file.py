@@ -10,10 +10,10 @@ import pytest
 
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged, sets
 from tkbench import cli
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
-from tkbench.summary import run_summary
+from tkbench.outputs.show import run_summary
+from tkbench.rundir.store import load_run
 
 MiB = 1024 * 1024
 
@@ -247,8 +247,8 @@ def test_relative_out_and_target_paths(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_two_runs_cannot_claim_one_run_directory(tmp_path: Path) -> None:
     from tkbench.errors import RunDirError
-    from tkbench.records import Manifest
-    from tkbench.store import RunStore
+    from tkbench.rundir.records import Manifest
+    from tkbench.rundir.store import RunStore
 
     RunStore.create(tmp_path / "r", Manifest(status="running"))
     with pytest.raises(RunDirError):

@@ -13,7 +13,7 @@ import pytest
 
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench import cli
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 MiB = 1024 * 1024
 

@@ -25,7 +25,7 @@ import pytest
 from tests import _rundir_outputs as outputs
 from tkbench import cli
 from tkbench.errors import RunDirError
-from tkbench.store import SCHEMA, load_run
+from tkbench.rundir.store import SCHEMA, load_run
 
 RUNDIRS = outputs.RUNDIRS
 
@@ -207,8 +207,8 @@ def test_kept_runs_have_no_target_proof_and_load_as_before(tmp_path: Path) -> No
     """The resume proof's fields (docs/resume.md) are absent from every kept run: they
     read as None, and writing such a manifest back leaves them out, so an older tkbench
     reads it as it always did."""
-    from tkbench.records import Manifest, TargetState
-    from tkbench.records.base import dump
+    from tkbench.rundir.records import Manifest, TargetState
+    from tkbench.rundir.records.base import dump
 
     for name in outputs.RUNS:
         path = RUNDIRS / name / "manifest.json"

@@ -20,7 +20,7 @@ from fakes.helpers import LoopDevices, sha256_of
 from tests._helpers import STAGED_OFF
 from tkbench import cli
 from tkbench.errors import InputError
-from tkbench.target import _resize, open_target
+from tkbench.targets.target import _resize, open_target
 
 RUN = ["run", "--no-report", "--no-history"]
 
@@ -534,7 +534,7 @@ def test_a_new_file_is_never_made_under_dev(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_resume_stops_only_the_run_s_own_leftovers(tmp_path: Path) -> None:
-    from tkbench.runs import stop_leftovers
+    from tkbench.engine.runs import stop_leftovers
 
     scratch = tmp_path / "run" / ".scratch" / "fio-1"
     scratch.mkdir(parents=True)
@@ -576,7 +576,7 @@ def test_resume_stops_the_fio_of_a_round_started_ahead_after_a_kill_9(tmp_path: 
     current round: both fio processes and the waiting hand-off are orphans that
     would go on writing the target; stop_leftovers (run by --resume) stops them all."""
     from tests._helpers import sets
-    from tkbench.runs import stop_leftovers
+    from tkbench.engine.runs import stop_leftovers
 
     out = tmp_path / "run"
     args = [sys.executable, "-m", "tkbench", *RUN, "--profile", "quick", "--yes"]

@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 
 from tests._helpers import STAGED_OFF, merged
-from tkbench import jobfile, plan, profile
+from tkbench import profile
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
-from tkbench.fiojson import parse
-from tkbench.records import Direction, PlannedPoint, PointResult, Round
-from tkbench.records.base import dump
-from tkbench.results import summarize_round
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
+from tkbench.fio import jobfile
+from tkbench.fio.output import parse
+from tkbench.fio.results import summarize_round
+from tkbench.plan import build as plan
+from tkbench.rundir.records import Direction, PlannedPoint, PointResult, Round
+from tkbench.rundir.records.base import dump
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

@@ -14,11 +14,11 @@ import pytest
 
 from tests._helpers import FAST
 from tkbench.analysis.conformance import judge_run
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
+from tkbench.outputs.show import format_summary, run_summary
 from tkbench.report import analysis as report_analysis
-from tkbench.runs import RunRequest, start
-from tkbench.store import load_run
-from tkbench.summary import format_summary, run_summary
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

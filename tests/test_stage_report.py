@@ -1,7 +1,7 @@
 """The report's chapters of the stages beyond the basic four (HIR, XSR, CBW, DIRTH),
 from one real run: fio on a regular file, the FAST overrides, every stage.  The PDF
 is read back with pdftotext; the numbers expected are those ``tkbench show --json``
-prints (tkbench.partsummary), formatted as the report formats them."""
+prints (tkbench.outputs.showparts), formatted as the report formats them."""
 
 from __future__ import annotations
 

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
-from tkbench import cli, jobfile
-from tkbench import plan as planmod
+from tkbench import cli
 from tkbench import profile as profilemod
 from tkbench.analysis.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.errors import ProfileError
+from tkbench.fio import jobfile
 from tkbench.kinds.sweep import FILE, MODES, combinations, own
+from tkbench.plan import build as planmod
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume
 

@@ -1,6 +1,6 @@
 """The drive's temperature each round: how it is read (FAKE nvme-cli and smartctl of
 tests/fakes: this machine has no NVMe, SATA or SAS drive), time-boxed between rounds
-(tkbench.thermalwatch), stored with each round by the engine (with the FAKE fio
+(tkbench.engine.thermalwatch), stored with each round by the engine (with the FAKE fio
 runner), and what the analysis makes of it (tkbench.analysis.thermal).  A real run
 on a regular file records null: tests/test_report_parts.py."""
 
@@ -21,9 +21,9 @@ from tkbench.analysis.thermal import round_events, temperature_of, unavailable_r
 from tkbench.device import thermal
 from tkbench.device.thermal import ThermalReading
 from tkbench.engine import clock as engine_clock
-from tkbench.records import Round, TargetRecord, Thermal
-from tkbench.store import load_run
-from tkbench.thermalwatch import FRESH, ThermalWatch
+from tkbench.engine.thermalwatch import FRESH, ThermalWatch
+from tkbench.rundir.records import Round, TargetRecord, Thermal
+from tkbench.rundir.store import load_run
 
 NVME_HOT = {
     "temperature": 351,  # kelvin, as nvme-cli 2.x prints it: 78 degrees Celsius

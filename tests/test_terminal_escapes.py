@@ -16,7 +16,7 @@ import pytest
 
 from tests._rundir_outputs import RUNDIRS
 from tkbench import cli
-from tkbench.ui import LogProgress
+from tkbench.cli.ui import LogProgress
 
 HOSTILE = "\x1b[2J\rX"  # clear the screen, then overwrite the line
 SHOWN = "\\x1b[2J\\rX"

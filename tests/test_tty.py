@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST, STAGED_OFF, merged
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 pytestmark = pytest.mark.fio
 

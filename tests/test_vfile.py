@@ -16,17 +16,18 @@ import pytest
 
 from tests._helpers import layout_text
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
-from tkbench import cache, cli, jobfile
-from tkbench import plan as planmod
+from tkbench import cache, cli
 from tkbench import profile as profilemod
 from tkbench.analysis.vfile import vfile_of
+from tkbench.engine.runs import check_drop_caches
 from tkbench.errors import InputError, ProfileError
+from tkbench.fio import jobfile
 from tkbench.kinds.vfile import FILE
-from tkbench.records import Round, TestPlan
-from tkbench.records.base import dump
-from tkbench.runs import check_drop_caches
-from tkbench.store import load_run
-from tkbench.volume import VolumeTarget
+from tkbench.plan import build as planmod
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.rundir.records.base import dump
+from tkbench.rundir.store import load_run
+from tkbench.targets.volume import VolumeTarget
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume
 

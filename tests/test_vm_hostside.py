@@ -16,8 +16,8 @@ from tests._helpers import TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import parse_jobfile
 from tkbench.device import safety
 from tkbench.device.safety import Refusal, strongest_first
-from tkbench.handoff import private_dir
-from tkbench.runs import RunRequest, start
+from tkbench.engine.runs import RunRequest, start
+from tkbench.fio.handoff import private_dir
 
 MiB = 1024 * 1024
 

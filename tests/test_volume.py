@@ -20,11 +20,11 @@ import pytest
 
 from tests._helpers import mounted_volume
 from tkbench import cli
-from tkbench import plan as planmod
 from tkbench import profile as profilemod
 from tkbench.analysis.repeat import repeatability, t95
 from tkbench.errors import ProfileError
-from tkbench.volume import MARKER, PREFIX, VolumeTarget, find_workdirs, open_volume
+from tkbench.plan import build as planmod
+from tkbench.targets.volume import MARKER, PREFIX, VolumeTarget, find_workdirs, open_volume
 
 MiB = 1024 * 1024
 ROOT = os.geteuid() == 0

@@ -25,12 +25,12 @@ from tests._postgres import Server
 from tests.test_repeat_compare import two_runs
 from tests.test_volume import _one_error, needs_root
 from tkbench import cli, history
-from tkbench.checks import criterion_checks
-from tkbench.compare import compare
 from tkbench.history import schema
+from tkbench.outputs.checks import criterion_checks
+from tkbench.outputs.compare import compare
 from tkbench.profile import Acceptance, Criterion
 from tkbench.report.comparison import comparison_model
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 __all__ = ["two_runs"]  # the fixture: two real runs of a repeated fixed test
 
@@ -341,7 +341,7 @@ def test_a_volume_figure_regresses_only_beyond_threshold_and_noise() -> None:
     """Welch by hand: 3 runs each at a standard deviation of 10 give a difference whose
     95 % half width is t(4) x sqrt(100/3 + 100/3) = 2.776 x 8.165 = 22.67 (22.7 % of
     100): a 20 % drop is within it, a 30 % drop is not."""
-    from tkbench.checks import FigureRuns, volume_regression_checks
+    from tkbench.outputs.checks import FigureRuns, volume_regression_checks
 
     base = {
         "copy iso.random.mb_s": FigureRuns(100.0, 10.0, 3),
@@ -378,8 +378,8 @@ def test_the_regression_check_of_a_night_covers_its_volume_figures(
 ) -> None:
     """The second copy night against the first, from the history (as a nightly run
     finds its baseline) and from --baseline: every figure is checked, by the rule."""
-    from tkbench.checks import FigureRuns, run_figure_runs, volume_regression_checks
-    from tkbench.runs import finish_checks
+    from tkbench.engine.runs import finish_checks
+    from tkbench.outputs.checks import FigureRuns, run_figure_runs, volume_regression_checks
 
     # the volume is one "drive" of the history: its filesystem's UUID is its serial
     serials = {load_run(runs[n]).manifest.target.ident("serial") for n in ("copy1", "copy2")}

@@ -20,8 +20,8 @@ import pytest
 
 from tests._helpers import layout_text, start_tkbench
 from tests.test_volume import SMALL, _snapshot, ext4, needs_root
-from tkbench.store import load_run
-from tkbench.volume import MARKER, PREFIX
+from tkbench.rundir.store import load_run
+from tkbench.targets.volume import MARKER, PREFIX
 
 __all__ = ["ext4"]  # the mounted filesystem, a fixture
 

@@ -28,9 +28,9 @@ import pytest
 
 from tests._helpers import start_tkbench
 from tkbench.errors import SafetyError
-from tkbench.records.run import Manifest
-from tkbench.store import RunStore
-from tkbench.volume import MARKER, PREFIX, VolumeTarget, find_workdirs, open_volume
+from tkbench.rundir.records.run import Manifest
+from tkbench.rundir.store import RunStore
+from tkbench.targets.volume import MARKER, PREFIX, VolumeTarget, find_workdirs, open_volume
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="a second user and mounts need root")
@@ -93,7 +93,7 @@ def _dead_workdir(vol: Path, run_dir: Path) -> Path:
     was gone without a word: ``kill -9``)."""
     before = {p.name for p in vol.iterdir()}
     code = (
-        "import os, sys\nfrom pathlib import Path\nfrom tkbench.volume import open_volume\n"
+        "import os, sys\nfrom pathlib import Path\nfrom tkbench.targets.volume import open_volume\n"
         "t = open_volume(sys.argv[1], Path(sys.argv[1]))\n"
         "cm = t.workspace(Path(sys.argv[2]))\ncm.__enter__()\n"
         "(t.workdir / 'job.0.0').write_bytes(b'x' * 8192)\n"
@@ -320,7 +320,7 @@ def test_resume_refuses_a_planted_directory_end_to_end(shared: Path, tmp_path: P
     plants directories claiming it, with links to a root-owned file; ``run --resume``
     refuses in one line (exit 3) and writes nothing; once they are gone it resumes."""
     from tests.test_volume import SMALL
-    from tkbench.runs import stop_leftovers
+    from tkbench.engine.runs import stop_leftovers
 
     prof = tmp_path / "small.toml"
     prof.write_text(SMALL, encoding="utf-8")

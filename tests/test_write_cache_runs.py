@@ -19,13 +19,13 @@ from fakes.helpers import FakeTools
 
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import Call, FakeFio
-from tkbench import cacherecord, cli, profile, runs
-from tkbench import plan as planmod
+from tkbench import cli, profile
 from tkbench.analysis.conformance import judge_plan, judge_run
 from tkbench.cli.commands import _warn_write_cache
 from tkbench.device import DeviceIdentity, WriteCacheError
 from tkbench.device.writecache import describe
-from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
+from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest, runs
+from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import (
     EXIT_BAD_INPUT,
     EXIT_DEVICE,
@@ -33,11 +33,12 @@ from tkbench.errors import (
     ProfileError,
     ToolMissingError,
 )
+from tkbench.outputs.show import format_summary, run_summary
+from tkbench.plan import build as planmod
 from tkbench.report import header
-from tkbench.runs import RunRequest, start
-from tkbench.store import RunStore, load_run
-from tkbench.summary import format_summary, run_summary
-from tkbench.target import BlockTarget, Target, open_target
+from tkbench.rundir import writecache as cacherecord
+from tkbench.rundir.store import RunStore, load_run
+from tkbench.targets.target import BlockTarget, Target, open_target
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tkbench.analysis.responses import NEEDED, saturation_responses
-from tkbench.fiojson import percentile_from_bins
-from tkbench.records import Direction, PlannedPoint, PointResult, Round, TestPlan
-from tkbench.records.test import Limits
+from tkbench.fio.output import percentile_from_bins
+from tkbench.rundir.records import Direction, PlannedPoint, PointResult, Round, TestPlan
+from tkbench.rundir.records.test import Limits
 
 CAP = 1_000_000_000  # user capacity (bytes)
 

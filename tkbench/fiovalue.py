@@ -2,13 +2,13 @@
 
 fio cuts a job-file value at ';' or '#' (comments) and expands '${VAR}': a path
 holding one would make fio write somewhere no guard ever checked.  Kept apart from
-:mod:`tkbench.jobfile` so that the run directory and the targets can check their
+:mod:`tkbench.fio.jobfile` so that the run directory and the targets can check their
 paths without importing job-file rendering (and the plan behind it).
 """
 
 from __future__ import annotations
 
-from .errors import InputError
+from tkbench.errors import InputError
 
 UNSAFE = ("\n", "\r", ";", "#", "$")
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import CommandError, ToolMissingError
+from tkbench.errors import CommandError, ToolMissingError
 
 
 @dataclass(frozen=True)

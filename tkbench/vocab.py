@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the stored point a metric is read from (records import nothing of this)
-    from .records import PointResult
+    from tkbench.rundir.records import PointResult
 
 MB = 1e6  # bytes per MB
 MS = 1e6  # ns per ms

@@ -1,6 +1,6 @@
 """A FAKE fio runner for tkbench's tests -- NOT fio, and it touches no device.
 
-:class:`FakeFio` implements tkbench.runner's ``FioRunner`` protocol (``version()``,
+:class:`FakeFio` implements tkbench.fio.runner's ``FioRunner`` protocol (``version()``,
 ``run(jobfile, workdir, json_plus=, timeout=, expect_io=)``, ``hosts``) so the
 engine can be driven in milliseconds, with numbers a test chooses.  It reads the
 job file tkbench wrote -- the ``[global]`` options and one section per workload
@@ -51,10 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tkbench import jobfile
 from tkbench.errors import FioJobError
-from tkbench.fiojson import DEFAULT_PERCENTILES, check_jobs, parse
-from tkbench.runner import FioFailed, FioRun
+from tkbench.fio import jobfile
+from tkbench.fio.output import DEFAULT_PERCENTILES, check_jobs, parse
+from tkbench.fio.runner import FioFailed, FioRun
 from tkbench.units import parse_duration
 
 FIO_VERSION = "fio-3.33"

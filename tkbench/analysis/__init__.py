@@ -19,13 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..records import Round
-from ..store import RunData, TestData
-from .headline import better_is_higher, headline, test_headline
-from .segments import last_segment, reached, segment_of, segment_verdicts
-from .steady import Verdict, evaluate
-from .stoprules import KINDS, TestKind, kind_of, test_result
-from .window import (
+from tkbench.analysis.headline import better_is_higher, headline, test_headline
+from tkbench.analysis.segments import last_segment, reached, segment_of, segment_verdicts
+from tkbench.analysis.steady import Verdict, evaluate
+from tkbench.analysis.stoprules import KINDS, TestKind, kind_of, test_result
+from tkbench.analysis.window import (
     PointMean,
     point_means,
     pooled_percentiles,
@@ -35,6 +33,8 @@ from .window import (
     window,
     window_records,
 )
+from tkbench.rundir.records import Round
+from tkbench.rundir.store import RunData, TestData
 
 __all__ = [
     "KINDS",

@@ -1,7 +1,7 @@
 """The response-time histogram phase read back: its histogram and confidence levels
 (pure).
 
-The phase (tkbench/histphase.py) kept fio's full json+ latency histogram of 4 KiB
+The phase (tkbench/engine/histphase.py) kept fio's full json+ latency histogram of 4 KiB
 random writes.  The confidence level of a response time is the share of I/Os that
 completed within it; the table and plot give the response time at the levels
 :data:`LEVELS` (1 % ... 99.9999 %), each read from the histogram with fio's own
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..fiojson import percentile_from_bins
-from ..records import Direction
-from ..store import TestData
-from ..vocab import MS
-from .window import DIRECTIONS, merge_bins, samples_needed
+from tkbench.analysis.window import DIRECTIONS, merge_bins, samples_needed
+from tkbench.fio.output import percentile_from_bins
+from tkbench.rundir.records import Direction
+from tkbench.rundir.store import TestData
+from tkbench.vocab import MS
 
 LEVELS = (1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Round, TestPlan
-from .repeat import Repeatability, repeatability
+from tkbench.analysis.repeat import Repeatability, repeatability
+from tkbench.rundir.records import Round, TestPlan
 
 MB = 1e6
 ROLE = "copy"

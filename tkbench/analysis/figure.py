@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .repeat import Repeatability
+from tkbench.analysis.repeat import Repeatability
 
 UNITS = {"mb_s": "MB/s", "nodes_s": "nodes/s"}  # a figure's name ends in one of these
 DEVIATION = "mean_abs_dev_pct"  # ... or in this: the spread of the figure's runs, in %

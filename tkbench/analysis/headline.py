@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from ..store import RunData, TestData
-from ..vocab import metric
-from .window import value
+from tkbench.analysis.window import value
+from tkbench.rundir.store import RunData, TestData
+from tkbench.vocab import metric
 
 
 def test_headline(t: TestData) -> dict[str, float]:

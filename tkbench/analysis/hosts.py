@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import PointResult, Round
-from .window import PointMean, point_means
+from tkbench.analysis.window import PointMean, point_means
+from tkbench.rundir.records import PointResult, Round
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..records import Round, TestPlan
-from ..vocab import MS
-from .window import find_point
+from tkbench.analysis.window import find_point
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.vocab import MS
 
 QUEUE_LOW = 0.8  # below this share of the configured queue the host may be the limit
 QUEUE_HIGH = 1.05  # above it IOPS and response times cannot both be right

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..records import Manifest
-from .ptsstages import STAGED
+from tkbench.analysis.ptsstages import STAGED
+from tkbench.rundir.records import Manifest
 
 K = 1024
 MINUTE = 60.0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Round, TestPlan
+from tkbench.rundir.records import Round, TestPlan
 
 MIB = 1024 * 1024
 

@@ -23,10 +23,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..fiojson import percentile_from_bins
-from ..records import Direction, PointResult, Round, TestPlan
-from ..vocab import MS
-from .window import DIRECTIONS, find_point, merge_bins, pooled_percentiles, samples_needed
+from tkbench.analysis.window import (
+    DIRECTIONS,
+    find_point,
+    merge_bins,
+    pooled_percentiles,
+    samples_needed,
+)
+from tkbench.fio.output import percentile_from_bins
+from tkbench.rundir.records import Direction, PointResult, Round, TestPlan
+from tkbench.vocab import MS
 
 FIVE_NINES = "99.999"
 NEEDED = samples_needed(float(FIVE_NINES))  # 1,000,000 I/Os

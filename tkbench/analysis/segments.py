@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..records import Round, TestPlan
-from .steady import Verdict, evaluate
+from tkbench.analysis.steady import Verdict, evaluate
+from tkbench.rundir.records import Round, TestPlan
 
 
 def segment_of(record: Round) -> int:

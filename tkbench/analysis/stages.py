@@ -27,10 +27,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..records import OperatingPoint, PointResult, Round, Series
-from ..store import TestData
-from ..units import size_label
-from .window import pooled_percentiles, window, window_records
+from tkbench.analysis.window import pooled_percentiles, window, window_records
+from tkbench.rundir.records import OperatingPoint, PointResult, Round, Series
+from tkbench.rundir.store import TestData
+from tkbench.units import size_label
 
 SETTLE_SAMPLES = 5  # samples at a group's end whose mean is its settled level
 

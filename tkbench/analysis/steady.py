@@ -16,8 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..records import VerdictRecord
-from ..records.base import dump
+from tkbench.rundir.records import VerdictRecord
+from tkbench.rundir.records.base import dump
 
 
 @dataclass(frozen=True)

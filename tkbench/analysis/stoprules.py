@@ -21,10 +21,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..records import Result, Round, TestPlan
-from ..units import format_duration, human_bytes
-from .repeat import until_bounds, until_standing
-from .segments import reached, segment_rounds, segment_verdicts
+from tkbench.analysis.repeat import until_bounds, until_standing
+from tkbench.analysis.segments import reached, segment_rounds, segment_verdicts
+from tkbench.rundir.records import Result, Round, TestPlan
+from tkbench.units import format_duration, human_bytes
 
 # whatever its segments, a steady-state test never runs more than this many times its
 # round limit

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Round, TestPlan
+from tkbench.rundir.records import Round, TestPlan
 
 ROLE = "sweep"
 

@@ -2,7 +2,7 @@
 (pure).
 
 Every round records the temperature read after it was stored and what the drive's
-thermal counters moved since the reading before (:class:`~tkbench.records.Thermal`).
+thermal counters moved since the reading before (:class:`~tkbench.rundir.records.Thermal`).
 A round is a *thermal event* when the drive
 
 * spent time in thermal management (NVMe host-controlled thermal management levels
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..records import Round, TargetRecord
-from ..store import TestData
-from .window import window
+from tkbench.analysis.window import window
+from tkbench.rundir.records import Round, TargetRecord
+from tkbench.rundir.store import TestData
 
 TEMPERATURE_WARNING_BIT = 0x2  # NVMe critical warning, bit 1: a temperature threshold crossed
 

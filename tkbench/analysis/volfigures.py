@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import kinds
-from .figure import DEVIATION, UNITS, Figure, unit_of, value_of
+from tkbench import kinds
+from tkbench.analysis.figure import DEVIATION, UNITS, Figure, unit_of, value_of
 
 if TYPE_CHECKING:
-    from ..profile import TestSpec
-    from ..store import RunData, TestData
+    from tkbench.profile import TestSpec
+    from tkbench.rundir.store import RunData, TestData
 
 __all__ = ["DEVIATION", "UNITS", "Figure", "figure_names", "run_figures", "test_figures"]
 __all__ += ["unit_of", "value_of"]

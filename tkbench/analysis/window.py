@@ -17,12 +17,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..fiojson import percentile_from_bins
-from ..records import Direction, PointResult, Round
-from ..store import TestData
-from ..vocab import MB, MS, metric
-from .segments import last_segment
-from .stoprules import kind_of
+from tkbench.analysis.segments import last_segment
+from tkbench.analysis.stoprules import kind_of
+from tkbench.fio.output import percentile_from_bins
+from tkbench.rundir.records import Direction, PointResult, Round
+from tkbench.rundir.store import TestData
+from tkbench.vocab import MB, MS, metric
 
 DIRECTIONS = ("read", "write")
 

@@ -16,12 +16,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .. import profile as profilemod
-from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TkbenchError
-from . import support
-from .options import path_arg
-from .parser import build_parser
-from .support import SESSION
+from tkbench import profile as profilemod
+from tkbench.cli import support
+from tkbench.cli.options import path_arg
+from tkbench.cli.parser import build_parser
+from tkbench.cli.support import SESSION
+from tkbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TkbenchError
 
 __all__ = ["build_parser", "main", "path_arg"]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from tkbench.cli.options import Parser, path_arg, text_arg
 from tkbench.cli.support import SESSION, info, say, warn
+from tkbench.cli.terminal import printable
 from tkbench.errors import InputError
-from tkbench.outputs import check_output
-from tkbench.terminal import printable
+from tkbench.outputs.files import check_output
 from tkbench.units import format_duration, format_size, human_bytes
 from tkbench.workload import capture as capturemod
 from tkbench.workload import tkw

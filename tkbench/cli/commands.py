@@ -16,23 +16,23 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .. import plan as planmod
-from ..errors import EXIT_FAILED_CHECK, InputError, Interrupted
-from ..fleet.reports import report_turn
-from ..terminal import printable
-from . import support
-from .fleet import dispatch_plan, dispatch_run, dispatch_show
-from .options import rig_name
-from .support import SESSION, info, one_line, say, warn
+from tkbench.cli import support
+from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
+from tkbench.cli.options import rig_name
+from tkbench.cli.support import SESSION, info, one_line, say, warn
+from tkbench.cli.terminal import printable
+from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
+from tkbench.fleet.reports import report_turn
+from tkbench.plan import build as planmod
 
 if TYPE_CHECKING:
-    from ..history import Entry, History, Indexed
-    from ..records import Manifest
-    from ..runs import ChecksDone
+    from tkbench.engine.runs import ChecksDone
+    from tkbench.history import Entry, History, Indexed
+    from tkbench.rundir.records import Manifest
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from ..device import format_devices, list_devices
+    from tkbench.device import format_devices, list_devices
 
     rows = list_devices()
     if args.json:
@@ -43,9 +43,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .. import jobfile
-    from ..analysis.conformance import judge_plan
-    from ..runs import RunRequest, prepare
+    from tkbench.analysis.conformance import judge_plan
+    from tkbench.engine.runs import RunRequest, prepare
+    from tkbench.fio import jobfile
 
     if (several := dispatch_plan(args, cmd_plan)) is not None:
         return several
@@ -102,9 +102,9 @@ def _with_write_cache(text: str, plan: planmod.Plan, target: Any) -> str:
 def _warn_write_cache(run_dir: Path | None) -> None:
     """A run that left the drive's write cache as tkbench set it says so, with the
     command that puts it back (after a complete, failed or interrupted run alike)."""
-    from ..cacherecord import load
-    from ..device.writecache import restore_warning
-    from ..errors import TkbenchError
+    from tkbench.device.writecache import restore_warning
+    from tkbench.errors import TkbenchError
+    from tkbench.rundir.writecache import load
 
     if run_dir is None:
         return
@@ -129,8 +129,8 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..doctor import require_report_stack
-    from ..runs import demo
+    from tkbench.cli.doctor import require_report_stack
+    from tkbench.engine.runs import demo
 
     require_report_stack()
     out, _ = _with_progress(
@@ -152,9 +152,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..runs import RunRequest, check_outputs, start
-    from ..store import load_run
-    from ..summary import run_summary
+    from tkbench.engine.runs import RunRequest, check_outputs, start
+    from tkbench.outputs.show import run_summary
+    from tkbench.rundir.store import load_run
 
     if (several := dispatch_run(args)) is not None:
         return several
@@ -171,7 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
         args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
     if args.junit is not None:
-        from ..outputs import check_output
+        from tkbench.outputs.files import check_output
 
         check_output(args.junit, "--junit")  # the rule of every output path (FIFOs too)
     check_outputs(
@@ -182,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_dir=args.out or args.resume,
     )
     if not args.no_report:
-        from ..doctor import require_report_stack
+        from tkbench.cli.doctor import require_report_stack
 
         require_report_stack()  # before anything is touched, not after a day of fio
     req = RunRequest(
@@ -235,7 +235,7 @@ def _check_default_out(profile: str, overrides: list[str]) -> None:
     """Without ``--out`` the run directory is ``runs/PROFILE-TARGET-DATE-TIME``: a
     profile name that is no plain file name (``/``, ``..``, a leading dot, control
     characters) would put it elsewhere than in ``runs/``, or hide it; refused."""
-    from .. import profile as profilemod
+    from tkbench import profile as profilemod
 
     name = profilemod.load(profile, overrides).name
     if (
@@ -253,7 +253,7 @@ def _check_default_out(profile: str, overrides: list[str]) -> None:
 
 
 def _checks(args: argparse.Namespace, out: Path) -> ChecksDone:
-    from ..runs import finish_checks
+    from tkbench.engine.runs import finish_checks
 
     return finish_checks(
         out,
@@ -270,7 +270,7 @@ def _waiting_for_report(slots: int) -> None:
 
 
 def _write_report(run_dir: Path) -> Path:
-    from ..report import build_report
+    from tkbench.report import build_report
 
     pdf: Path = build_report(run_dir, run_dir / "report.pdf")
     info(f"report: {pdf}")
@@ -314,10 +314,10 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
-    from ..engine import NullProgress
-    from ..fleet.progress import STATUS_ENV
-    from ..runner import STATUS_INTERVAL
-    from ..ui import LogProgress, RichProgress
+    from tkbench.cli.ui import LogProgress, RichProgress
+    from tkbench.engine import NullProgress
+    from tkbench.fio.runner import STATUS_INTERVAL
+    from tkbench.fleet.progress import STATUS_ENV
 
     if SESSION.quiet:
         return support.WatchedProgress(NullProgress())
@@ -332,7 +332,7 @@ def _progress(interactive: bool) -> Any:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ..history import json_chunks, listing_lines
+    from tkbench.history import json_chunks, listing_lines
 
     history = _history_for(args, listing=not args.add)
     if args.add:
@@ -381,7 +381,7 @@ def cmd_history_import(args: argparse.Namespace) -> int:
 
 
 def cmd_history_prune(args: argparse.Namespace) -> int:
-    from ..history import format_entries
+    from tkbench.history import format_entries
 
     asking = not args.yes
     if asking and not _tty(sys.stdin):
@@ -412,7 +412,7 @@ def _count(n: int, one: str, many: str) -> str:
 def _history_for(args: argparse.Namespace, *, listing: bool) -> History:
     """The history of ``--history`` (or the default).  ``listing``: it must exist when
     named (a listing never creates one, and a wrong path is an error, not "no runs")."""
-    from ..history import open_history
+    from tkbench.history import open_history
 
     location = getattr(args, "history", None)
     history = open_history(location)
@@ -422,8 +422,8 @@ def _history_for(args: argparse.Namespace, *, listing: bool) -> History:
 
 
 def _import(history: History, run_dirs: list[Path], rig: str | None) -> list[Indexed]:
-    from ..history import entry_for
-    from ..store import load_run
+    from tkbench.history import entry_for
+    from tkbench.rundir.store import load_run
 
     # every one read before any is indexed, one run in memory at a time: what is kept
     # is its entry (kilobytes), not the run (up to tens of megabytes for a PTS-E run)
@@ -436,7 +436,7 @@ def _import(history: History, run_dirs: list[Path], rig: str | None) -> list[Ind
 
 def _hint_system_history() -> None:
     """A user's own history is empty, root's runs are in the system-wide one: say so."""
-    from ..history import SYSTEM_PATH
+    from tkbench.history import SYSTEM_PATH
 
     if os.geteuid() != 0 and SYSTEM_PATH.exists():
         info(
@@ -446,11 +446,11 @@ def _hint_system_history() -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import compare, differences, format_rows
-    from ..store import load_run
+    from tkbench.outputs.compare import compare, differences, format_rows
+    from tkbench.rundir.store import load_run
 
     if args.out is not None:
-        from ..outputs import check_output
+        from tkbench.outputs.files import check_output
 
         check_output(args.out, "comparison")
     runs = [load_run(d) for d in args.runs]
@@ -470,15 +470,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         say(format_rows(runs, rows, diffs))
     if args.out:
-        from ..report import build_comparison
+        from tkbench.report import build_comparison
 
         info(f"comparison: {build_comparison(runs, args.out)}")
     return 0
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from ..dashboard import build_site
-    from ..dashboard.site import check_out_dir
+    from tkbench.dashboard import build_site
+    from tkbench.dashboard.site import check_out_dir
 
     check_out_dir(args.out)  # before connecting to a history
     built = build_site(_history_for(args, listing=True), args.out, threshold=args.threshold)
@@ -492,8 +492,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..store import load_run
-    from ..summary import format_summary, run_summary
+    from tkbench.outputs.show import format_summary, run_summary
+    from tkbench.rundir.store import load_run
 
     if (several := dispatch_show(args)) is not None:
         return several

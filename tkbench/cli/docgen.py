@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from .. import __version__
+from tkbench import __version__
 
 EXIT_STATUS = (
     ("0", "done"),
@@ -46,7 +46,7 @@ ENVIRONMENT = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .parser import build_parser
+    from tkbench.cli.parser import build_parser
 
     return build_parser()
 

@@ -25,15 +25,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .. import fleet as fleetmod
-from ..errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
-from ..fleet.progress import STATUS_ENV
-from ..fleet.reports import ReportSlots, default_jobs
-from .options import rig_name
-from .support import SESSION, command_name, info, one_line, say, warn
+from tkbench import fleet as fleetmod
+from tkbench.cli.options import rig_name
+from tkbench.cli.support import SESSION, command_name, info, one_line, say, warn
+from tkbench.errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
+from tkbench.fleet.progress import STATUS_ENV
+from tkbench.fleet.reports import ReportSlots, default_jobs
 
 if TYPE_CHECKING:
-    from ..ui import FleetDisplay
+    from tkbench.cli.ui import FleetDisplay
 
 
 def _single(args: argparse.Namespace, dest: str) -> list[str]:
@@ -90,7 +90,7 @@ def _refuse_for_fleet(args: argparse.Namespace) -> None:
 
 def _preflight(args: argparse.Namespace) -> None:
     """What every run would check the same way, once, before anything starts."""
-    from ..runs import check_outputs
+    from tkbench.engine.runs import check_outputs
 
     if args.rig is None and os.environ.get("TKBENCH_RIG", "").strip():
         args.rig = rig_name(os.environ["TKBENCH_RIG"], "TKBENCH_RIG")
@@ -98,7 +98,7 @@ def _preflight(args: argparse.Namespace) -> None:
         history_db=None if args.no_history else (args.history or True), baseline=args.baseline
     )
     if not args.no_report:
-        from ..doctor import require_report_stack
+        from tkbench.cli.doctor import require_report_stack
 
         require_report_stack()
 
@@ -134,7 +134,7 @@ def _consent(args: argparse.Namespace) -> list[str]:
 
 
 def _start(args: argparse.Namespace, targets: list[str]) -> int:
-    from ..store import RunStore
+    from tkbench.rundir.store import RunStore
 
     _refuse_for_fleet(args)
     if args.resume is not None:
@@ -205,7 +205,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _match_confirms(specs: list[str], confirms: list[str]) -> dict[str, str]:
     """``--confirm`` IDs of a resumed fleet, each to the block device it names."""
-    from ..target import open_target
+    from tkbench.targets.target import open_target
 
     ids: dict[str, str] = {}
     for spec in specs:
@@ -274,7 +274,7 @@ def _display(names: list[str]) -> FleetDisplay | None:
     else None, and the drives' lines go out tagged (:func:`_emitter`)."""
     if SESSION.quiet or os.environ.get("TERM") == "dumb" or not sys.stderr.isatty():
         return None
-    from ..ui import FleetDisplay
+    from tkbench.cli.ui import FleetDisplay
 
     return FleetDisplay(names)
 
@@ -293,7 +293,7 @@ def _emitter() -> Callable[[str, str], None]:
 def _comparison(root: Path, record: fleetmod.FleetRecord, code: int) -> int:
     """``DIR/comparison.pdf`` of the completed runs, when there are two or more.  A
     comparison that cannot be written makes the exit code at least 4."""
-    from ..store import load_run
+    from tkbench.rundir.store import load_run
 
     runs = []
     for r in record.runs:
@@ -305,7 +305,7 @@ def _comparison(root: Path, record: fleetmod.FleetRecord, code: int) -> int:
     if len(runs) < 2:
         return code
     try:
-        from ..report import build_comparison
+        from tkbench.report import build_comparison
 
         info(f"comparison: {build_comparison(runs, root / 'comparison.pdf')}")
     except TkbenchError as exc:
@@ -325,7 +325,7 @@ def dispatch_plan(
     if len(targets) < 2:
         _one(args)
         return None
-    from ..runs import RunRequest, prepare
+    from tkbench.engine.runs import RunRequest, prepare
 
     fleetmod.check_together(targets, args.size)
     jobs = []

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..units import parse_size
+from tkbench.errors import InputError
+from tkbench.units import parse_size
 
 
 class Once(argparse.Action):
@@ -114,7 +114,7 @@ def number(
 
 def history_arg(text: str) -> str:
     """``--history``: a file path (SQLite) or a ``postgresql://`` URL libpq can parse."""
-    from ..history import check_location
+    from tkbench.history import check_location
 
     try:
         return check_location(text_arg(text))

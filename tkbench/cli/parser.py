@@ -10,12 +10,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tkbench import __version__
+from tkbench import profile as profilemod
 from tkbench.cli import capture as capture_cli
-
-from .. import __version__
-from .. import profile as profilemod
-from . import tools
-from .commands import (
+from tkbench.cli import tools
+from tkbench.cli.commands import (
     cmd_compare,
     cmd_dashboard,
     cmd_demo,
@@ -27,8 +26,8 @@ from .commands import (
     cmd_run,
     cmd_show,
 )
-from .fleet import report_jobs
-from .options import (
+from tkbench.cli.fleet import report_jobs
+from tkbench.cli.options import (
     Many,
     Parser,
     date_arg,
@@ -421,8 +420,8 @@ def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:
 
 def _register_optional(sub: Any) -> None:
     """Subcommands defined beside the code they drive."""
-    from ..emulator import cli as emulator_cli
-    from . import report
+    from tkbench.cli import report
+    from tkbench.emulator import cli as emulator_cli
 
     emulator_cli.register(sub)
     report.register(sub)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .options import path_arg
+from tkbench.cli.options import path_arg
 
 
 def register(subparsers: Any) -> None:
@@ -35,8 +35,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report import build_report
-    from .support import info
+    from tkbench.cli.support import info
+    from tkbench.report import build_report
 
     run_dir: Path = args.run_dir
     out: Path = args.out if args.out is not None else run_dir / "report.pdf"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_INTERNAL, DeviceError
-from ..terminal import printable
-from ..units import timestamp
+from tkbench.cli.terminal import printable
+from tkbench.errors import EXIT_INTERNAL, DeviceError
+from tkbench.units import timestamp
 
 
 @dataclass
@@ -141,7 +141,7 @@ def one_line(text: str) -> str:
 
 def say(text: str = "") -> None:
     """A line (or lines) of a command's output for people on stdout, control
-    characters escaped (:func:`tkbench.terminal.printable`); JSON goes out as it is."""
+    characters escaped (:func:`tkbench.cli.terminal.printable`); JSON goes out as it is."""
     print(printable(text, lines=True))
 
 

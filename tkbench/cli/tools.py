@@ -1,6 +1,6 @@
 """``tkbench profiles``, ``doctor`` and ``export``: the command-line side (formatting only).
 
-The work is done by :mod:`tkbench.doctor` and :mod:`tkbench.export`.
+The work is done by :mod:`tkbench.cli.doctor` and :mod:`tkbench.outputs.export`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
-from .options import path_arg
-from .support import info, say
+from tkbench.cli.options import path_arg
+from tkbench.cli.support import info, say
+from tkbench.errors import EXIT_BAD_INPUT, EXIT_DEVICE, TkbenchError
 
 
 def register(sub: Any) -> None:
-    from .. import doctor
+    from tkbench.cli import doctor
 
     p = sub.add_parser(
         "profiles",
@@ -79,7 +79,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from .. import profile
+    from tkbench import profile
 
     rows = []
     bad = 0
@@ -109,7 +109,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .. import doctor
+    from tkbench.cli import doctor
 
     purposes = args.purposes or ["run"]
     findings = doctor.diagnose(purposes, args.dir)
@@ -144,9 +144,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import rows, to_csv, to_jsonl, to_openmetrics
-    from ..outputs import check_output, write_output
-    from ..store import load_run
+    from tkbench.outputs.export import rows, to_csv, to_jsonl, to_openmetrics
+    from tkbench.outputs.files import check_output, write_output
+    from tkbench.rundir.store import load_run
 
     if args.out is not None:
         check_output(args.out, "--out")  # before reading the runs

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..history import History
-from . import model, site
+from tkbench.dashboard import model, site
+from tkbench.history import History
 
 __all__ = ["Built", "build_site"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import RunView, Trend, number
+from tkbench.dashboard.model import RunView, Trend, number
 
 WIDTH, HEIGHT = 760, 250
 LEFT, RIGHT, TOP, BOTTOM = 78, 16, 14, 44  # margins around the plot area

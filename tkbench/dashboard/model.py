@@ -6,12 +6,12 @@ profile (:class:`ProfileSection`: a chart per headline number and per volume
 benchmark figure, a line per serial, the newest :data:`ROWS_SHOWN` runs' rows),
 the older runs' rows on pages of :data:`ROWS_PER_PAGE` (:class:`RunsPage`);
 the index lists every drive (model and serial, :class:`DriveRow`) with its latest
-run.  Regressions are the regression check of ``tkbench run`` (:func:`tkbench.checks.
+run.  Regressions are the regression check of ``tkbench run`` (:func:`tkbench.outputs.checks.
 regression_checks`) against the baseline that check would have used
 (:func:`tkbench.history.baseline_of`: the previous complete run of the same drive
 and profile), with the dashboard's threshold -- for a volume figure, beyond its runs'
-noise too (:func:`tkbench.checks.volume_regression_checks`); acceptance failures are the failed
-checks the run was indexed with (steady state, criteria).
+noise too (:func:`tkbench.outputs.checks.volume_regression_checks`); acceptance
+failures are the failed checks the run was indexed with (steady state, criteria).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from ..analysis import better_is_higher
-from ..analysis.volfigures import unit_of
-from ..checks import history_figure_runs, regression_checks, volume_regression_checks
-from ..history import Entry, baseline_of
-from ..vocab import metric
+from tkbench.analysis import better_is_higher
+from tkbench.analysis.volfigures import unit_of
+from tkbench.history import Entry, baseline_of
+from tkbench.outputs.checks import history_figure_runs, regression_checks, volume_regression_checks
+from tkbench.vocab import metric
 
 REPORTS = ("report.html", "report.pdf")  # what a run directory's report is called, preferred first
 # a model page lists the newest runs of each profile; older ones are on pages of their

@@ -19,12 +19,12 @@ from typing import Any
 
 import jinja2
 
-from ..errors import InputError
-from ..outputs import check_output, run_directory_of, write_output
-from ..paths import bundled
-from ..store import check_creatable
-from .chart import Budget, Chart, build_chart, colour
-from .model import ModelPage, Site, number, value_cells
+from tkbench.dashboard.chart import Budget, Chart, build_chart, colour
+from tkbench.dashboard.model import ModelPage, Site, number, value_cells
+from tkbench.errors import InputError
+from tkbench.outputs.files import check_output, run_directory_of, write_output
+from tkbench.profile.paths import bundled
+from tkbench.rundir.store import check_creatable
 
 MARKER = "tkbench dashboard"  # in every file the dashboard writes, near its top
 ASSETS = ("dashboard.css", "dashboard.js")  # copied as they are

@@ -16,11 +16,11 @@ cache, purge.
 
 from __future__ import annotations
 
-from .health import HealthSnapshot, health
-from .identify import INTERFACES, AtaSecurity, DeviceIdentity, NvmeCaps, identify
-from .listing import DeviceRow, format_devices, list_devices
-from .lock import DeviceLock, default_lock_dir
-from .purge import (
+from tkbench.device.health import HealthSnapshot, health
+from tkbench.device.identify import INTERFACES, AtaSecurity, DeviceIdentity, NvmeCaps, identify
+from tkbench.device.listing import DeviceRow, format_devices, list_devices
+from tkbench.device.lock import DeviceLock, default_lock_dir
+from tkbench.device.purge import (
     ATA_TEMP_PASSWORD,
     METHODS,
     PurgeError,
@@ -29,8 +29,8 @@ from .purge import (
     PurgeUnsupported,
     purge,
 )
-from .safety import Guarded, Refusal, check_target, confirm, refusal_reasons
-from .writecache import WriteCacheError, WriteCacheRecord, WriteCacheSession
+from tkbench.device.safety import Guarded, Refusal, check_target, confirm, refusal_reasons
+from tkbench.device.writecache import WriteCacheError, WriteCacheRecord, WriteCacheSession
 
 __all__ = [
     "ATA_TEMP_PASSWORD",

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from .. import proc
-from ..errors import CommandError, ToolMissingError
+from tkbench import proc
+from tkbench.errors import CommandError, ToolMissingError
 
 UNKNOWN = "unknown"
 

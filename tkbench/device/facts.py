@@ -30,8 +30,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._common import as_int, clean_str
-from .sysfs import Sysfs
+from tkbench.device._common import as_int, clean_str
+from tkbench.device.sysfs import Sysfs
 
 # PCI vendor IDs (assigned by the PCI-SIG) of companies that make SSDs or SSD
 # controllers.  An ID missing here leaves the manufacturer unknown.

@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..units import timestamp
-from ._common import as_int, last_line, load_json_object, try_run
-from .identify import TOOL_TIMEOUT, detect_interface, smartctl_failure
-from .sysfs import Sysfs
+from tkbench.device._common import as_int, last_line, load_json_object, try_run
+from tkbench.device.identify import TOOL_TIMEOUT, detect_interface, smartctl_failure
+from tkbench.device.sysfs import Sysfs
+from tkbench.units import timestamp
 
 NVME_DATA_UNIT = 512 * 1000  # NVMe "data units" are thousands of 512-byte units
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import facts
-from ._common import UNKNOWN, as_int, clean_str, last_line, load_json_object, try_run
-from .sysfs import Sysfs
+from tkbench.device import facts
+from tkbench.device._common import UNKNOWN, as_int, clean_str, last_line, load_json_object, try_run
+from tkbench.device.sysfs import Sysfs
+from tkbench.errors import InputError
 
 INTERFACES = ("nvme", "sata", "sas", "loop", "virtio", "other")
 TOOL_TIMEOUT = 30.0

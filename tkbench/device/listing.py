@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TkbenchError
-from ._common import UNKNOWN, human_bytes, natural_key
-from .identify import DeviceIdentity, identify
-from .safety import Refusal, refusal_reasons
-from .sysfs import Sysfs
+from tkbench.device._common import UNKNOWN, human_bytes, natural_key
+from tkbench.device.identify import DeviceIdentity, identify
+from tkbench.device.safety import Refusal, refusal_reasons
+from tkbench.device.sysfs import Sysfs
+from tkbench.errors import TkbenchError
 
 # Never candidates: RAM disks, compressed swap, optical and floppy drives.
 _SKIP_PREFIXES = ("ram", "zram", "sr", "fd")

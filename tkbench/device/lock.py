@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import SafetyError
+from tkbench.errors import SafetyError
 
 RUN_LOCK_DIR = Path("/run/lock/tkbench")
 

@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .. import proc
-from ..errors import CommandError, DeviceError, InputError, ToolMissingError
-from ._common import as_int, last_line, load_json_object, tool_hint
-from .identify import DeviceIdentity, NvmeCaps, parse_hdparm_identify
+from tkbench import proc
+from tkbench.device._common import as_int, last_line, load_json_object, tool_hint
+from tkbench.device.identify import DeviceIdentity, NvmeCaps, parse_hdparm_identify
+from tkbench.errors import CommandError, DeviceError, InputError, ToolMissingError
 
 # method -> interface it applies to (None: any)
 METHODS: dict[str, str | None] = {

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError, SafetyError
-from . import owndata
-from ._common import human_bytes, last_line, load_json_object, try_run
-from .identify import DeviceIdentity
-from .sysfs import Sysfs
+from tkbench.device import owndata
+from tkbench.device._common import human_bytes, last_line, load_json_object, try_run
+from tkbench.device.identify import DeviceIdentity
+from tkbench.device.sysfs import Sysfs
+from tkbench.errors import InputError, SafetyError
 
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/usr")
 CHECK_TIMEOUT = 60.0

@@ -19,10 +19,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..units import timestamp
-from ._common import as_int, last_line, load_json_object, try_run
-from .health import _kelvin_or_celsius
-from .identify import smartctl_failure
+from tkbench.device._common import as_int, last_line, load_json_object, try_run
+from tkbench.device.health import _kelvin_or_celsius
+from tkbench.device.identify import smartctl_failure
+from tkbench.units import timestamp
 
 TIMEOUT = 2.0  # seconds a reading may take (nvme smart-log takes milliseconds)
 

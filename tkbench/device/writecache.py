@@ -40,10 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-from .. import proc
-from ..errors import CommandError, DeviceError, Interrupted, ToolMissingError
-from ._common import as_int, last_line, load_json_object, tool_hint
-from .identify import DeviceIdentity
+from tkbench import proc
+from tkbench.device._common import as_int, last_line, load_json_object, tool_hint
+from tkbench.device.identify import DeviceIdentity
+from tkbench.errors import CommandError, DeviceError, Interrupted, ToolMissingError
 
 SETTINGS = ("disabled", "enabled", "unchanged")
 QUERY_TIMEOUT = 60.0

@@ -6,8 +6,15 @@ run inside nbdkit's embedded interpreter and use only the standard library.
 docs/emulator.md describes the model.
 """
 
-from .launcher import INSTALL_HINT, PLUGIN_PATH, Emulator, check_nbdkit, socket_uri, start_emulator
-from .ssdmodel import EmulatorConfig, SsdModel
+from tkbench.emulator.launcher import (
+    INSTALL_HINT,
+    PLUGIN_PATH,
+    Emulator,
+    check_nbdkit,
+    socket_uri,
+    start_emulator,
+)
+from tkbench.emulator.ssdmodel import EmulatorConfig, SsdModel
 
 __all__ = [
     "INSTALL_HINT",

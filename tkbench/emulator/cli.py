@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any, NoReturn
 
-from ..errors import (
+from tkbench.emulator.launcher import DEFAULT_READY_TIMEOUT, DEFAULT_THREADS, Emulator
+from tkbench.emulator.ssdmodel import EmulatorConfig, format_size, format_value
+from tkbench.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -22,8 +24,6 @@ from ..errors import (
     InputError,
     TkbenchError,
 )
-from .launcher import DEFAULT_READY_TIMEOUT, DEFAULT_THREADS, Emulator
-from .ssdmodel import EmulatorConfig, format_size, format_value
 
 DESCRIPTION = """\
 Serve an emulated SSD over NBD on a Unix socket, in the foreground, until

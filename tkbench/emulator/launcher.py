@@ -23,9 +23,9 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import quote
 
-from .. import proc
-from ..errors import DeviceError, InputError, ToolMissingError
-from .ssdmodel import EmulatorConfig, format_size
+from tkbench import proc
+from tkbench.emulator.ssdmodel import EmulatorConfig, format_size
+from tkbench.errors import DeviceError, InputError, ToolMissingError
 
 PLUGIN_PATH = Path(__file__).with_name("plugin.py")
 INSTALL_HINT = "install Debian packages nbdkit nbdkit-plugin-python"

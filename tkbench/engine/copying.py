@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tkbench import copyrun
 from tkbench.engine import clock
 from tkbench.engine.state import TestState
 from tkbench.engine.state import started as started_of
 from tkbench.engine.state import written as written_of
 from tkbench.engine.steps import Steps
 from tkbench.errors import DeviceError
-from tkbench.records import Round
+from tkbench.kinds import copyrun
+from tkbench.rundir.records import Round
 
 
 def copy_rounds(steps: Steps, state: TestState) -> str:

@@ -17,9 +17,9 @@ from tkbench.device.owndata import identify_node
 from tkbench.device.purge import PurgeRecord
 from tkbench.engine import clock
 from tkbench.errors import RunDirError
-from tkbench.plan import Plan
-from tkbench.records import Host, Manifest, ProfileRef, Purge, TargetRecord
-from tkbench.target import Target
+from tkbench.plan.build import Plan
+from tkbench.rundir.records import Host, Manifest, ProfileRef, Purge, TargetRecord
+from tkbench.targets.target import Target
 
 
 def host_info() -> Host:

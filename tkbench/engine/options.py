@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tkbench import jobfile
+from tkbench.fio import jobfile
 
 # Seconds of idle between two rounds after which the drive may have recovered
 # (docs/resume.md): the default --resume-gap, and the least gap inside a run that

@@ -14,9 +14,9 @@ from tkbench.engine.pipeline import Pipeline, RoundRun, ahead_of, last_point_don
 from tkbench.engine.state import TestState
 from tkbench.engine.state import written as written_of
 from tkbench.engine.steps import Steps
-from tkbench.plan import PlannedTest
-from tkbench.records import Round
-from tkbench.results import tracking_values
+from tkbench.fio.results import tracking_values
+from tkbench.plan.build import PlannedTest
+from tkbench.rundir.records import Round
 
 
 def in_parts(steps: Steps, test: PlannedTest) -> bool:

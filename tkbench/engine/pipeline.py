@@ -14,17 +14,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tkbench import fiologs, jobfile
-from tkbench.analysis.kinds import kind_of
+from tkbench.analysis.stoprules import kind_of
 from tkbench.engine import clock
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
-from tkbench.handoff import markers_time
-from tkbench.plan import PlannedTest, Point
-from tkbench.records import Failure, Round, Series
-from tkbench.results import LiveFigures, counter_figures, point_at
-from tkbench.runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun
-from tkbench.target import Target
+from tkbench.fio import jobfile
+from tkbench.fio import logs as fiologs
+from tkbench.fio.handoff import markers_time
+from tkbench.fio.results import LiveFigures, counter_figures, point_at
+from tkbench.fio.runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun
+from tkbench.plan.build import PlannedTest, Point
+from tkbench.rundir.records import Failure, Round, Series
+from tkbench.targets.target import Target
 
 FIO_STARTUP = 0.5  # seconds from starting fio to the first point's I/O, about
 # How long before a round is expected to end the next round's fio is started and held

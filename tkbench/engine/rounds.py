@@ -5,8 +5,8 @@ segment, after preconditioning again (docs/resume.md)."""
 
 from __future__ import annotations
 
-from tkbench.analysis.kinds import kind_named
 from tkbench.analysis.segments import segment_of
+from tkbench.analysis.stoprules import kind_named
 from tkbench.engine import clock
 from tkbench.engine.options import IDLE_GAP_MIN
 from tkbench.engine.pipeline import Pipeline, RoundRun, last_point_done, stop_runs

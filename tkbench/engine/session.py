@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import shutil
 
-from tkbench import histphase, procedures
+from tkbench import kinds
 from tkbench.analysis import stages
-from tkbench.analysis.kinds import kind_named, test_result
 from tkbench.analysis.segments import segment_rounds
+from tkbench.analysis.stoprules import kind_named, test_result
 from tkbench.analysis.window import window, window_records
-from tkbench.cacherecord import RunRecordSink
 from tkbench.device import owndata
-from tkbench.engine import clock
+from tkbench.engine import clock, histphase
 from tkbench.engine.copying import copy_rounds
 from tkbench.engine.manifest import purge_record
 from tkbench.engine.options import EngineOptions, NullProgress, Progress
@@ -46,11 +45,13 @@ from tkbench.engine.rounds import RoundLoop
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
 from tkbench.errors import DeviceError, Interrupted, TkbenchError
-from tkbench.plan import Plan, PlannedTest
-from tkbench.records import Manifest, Resume, Round, TargetState
-from tkbench.runner import FioRunner
-from tkbench.store import RunStore, TestData
-from tkbench.target import Target
+from tkbench.fio.runner import FioRunner
+from tkbench.kinds.staged import common as procedures
+from tkbench.plan.build import Plan, PlannedTest
+from tkbench.rundir.records import Manifest, Resume, Round, TargetState
+from tkbench.rundir.store import RunStore, TestData
+from tkbench.rundir.writecache import RunRecordSink
+from tkbench.targets.target import Target
 
 
 class Engine:
@@ -228,7 +229,7 @@ class Engine:
             steps.check_stop()
             steps.precondition(test, state.segment)
 
-        if test.spec.kind == "copy":  # not fio: the copy step (tkbench.copyrun)
+        if not kinds.of_spec(test.spec).runs_fio:  # the copy step (tkbench.kinds.copyrun)
             reason = copy_rounds(steps, state)
         else:
             if in_parts(steps, test) and not rounds:
@@ -325,7 +326,7 @@ class Engine:
         self.progress.event("test_done", test=test, result=result)
 
     def _histogram_phase(self, test: PlannedTest, rounds: list[Round], stop_reason: str) -> None:
-        """After the rounds, the response-time histogram phase (tkbench/histphase.py),
+        """After the rounds, the response-time histogram phase (tkbench/engine/histphase.py),
         unless the test has none or it is stored already."""
         point = test.histogram_point
         done = self.store.test_dir(test.name) / f"{histphase.PHASE}.json"

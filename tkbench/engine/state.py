@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.analysis.kinds import Standing
+from tkbench.analysis.stoprules import Standing
 from tkbench.engine import clock
-from tkbench.plan import PlannedTest
-from tkbench.records import Round
+from tkbench.plan.build import PlannedTest
+from tkbench.rundir.records import Round
 
 
 @dataclass

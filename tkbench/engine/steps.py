@@ -11,29 +11,30 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from tkbench import jobfile
+from tkbench import kinds
 from tkbench.analysis import steady
-from tkbench.analysis.kinds import kind_of
 from tkbench.analysis.segments import segment_verdicts
+from tkbench.analysis.stoprules import kind_of
 from tkbench.engine import clock
 from tkbench.engine.options import EngineOptions, Progress
 from tkbench.engine.state import TestState
+from tkbench.engine.thermalwatch import ThermalWatch
 from tkbench.errors import DeviceError, Interrupted, TkbenchError
-from tkbench.handoff import private_dir
-from tkbench.plan import Plan, PlannedTest
-from tkbench.records import Failure, Precondition, Round, Series, TestPlan
-from tkbench.records.base import dump
-from tkbench.results import (
+from tkbench.fio import jobfile
+from tkbench.fio.handoff import private_dir
+from tkbench.fio.results import (
     LiveFigures,
     StatusStream,
     summarize_round,
     tracking_values,
     written_bytes,
 )
-from tkbench.runner import FioFailed, FioRun, FioRunner
-from tkbench.store import RunStore
-from tkbench.target import Target
-from tkbench.thermalwatch import ThermalWatch
+from tkbench.fio.runner import FioFailed, FioRun, FioRunner
+from tkbench.plan.build import Plan, PlannedTest
+from tkbench.rundir.records import Failure, Precondition, Round, Series, TestPlan
+from tkbench.rundir.records.base import dump
+from tkbench.rundir.store import RunStore
+from tkbench.targets.target import Target
 
 
 class Steps:
@@ -77,7 +78,7 @@ class Steps:
     # ------------------------------------------------------------------ the rules
     def record(self, test: PlannedTest) -> TestPlan:
         """The test as its ``test.json`` states it (what the stop rules read)."""
-        if test.spec.kind == "copy":  # no fio: read() and write() (tkbench.copyrun)
+        if not kinds.of_spec(test.spec).runs_fio:  # read() and write() (kinds.copyrun)
             return test.record(ioengine_used="read/write")
         used = self.target.fio_options(test.spec.workload.ioengine)["ioengine"]
         return test.record(ioengine_used=str(used))
@@ -202,7 +203,7 @@ class Steps:
 
     def handoff_dir(self) -> Path:
         """A round's hand-off markers: in the run's private directory on a local
-        filesystem (tkbench.handoff.private_dir), never below the run directory."""
+        filesystem (tkbench.fio.handoff.private_dir), never below the run directory."""
         try:
             if self.runtime is None:
                 self.runtime = Path(private_dir())
@@ -251,7 +252,7 @@ class Steps:
         )
 
     def thermal(self) -> ThermalWatch:
-        """The drive's temperature between rounds, started (tkbench.thermalwatch)."""
+        """The drive's temperature between rounds, started (tkbench.engine.thermalwatch)."""
         thermal = ThermalWatch(self.target.thermal_reader(), clock=clock.time, log=self.store.log)
         thermal.start()
         return thermal

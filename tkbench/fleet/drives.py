@@ -69,7 +69,7 @@ def plan_drives(
     directories and match each ``--confirm`` ID to the one block device it names.
     A target that is refused here (neither file nor device) is still a drive: its
     run refuses it with its own message and exit code, the others go on."""
-    from tkbench.runs import RunRequest, prepare
+    from tkbench.engine.runs import RunRequest, prepare
 
     if len(targets) < 2:
         raise InputError("a fleet needs two or more --target")

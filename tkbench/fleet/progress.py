@@ -1,7 +1,7 @@
 """Where each drive of a fleet is, read from its run's log lines (pure).
 
 A fleet's children are ``tkbench run`` processes without a terminal, so they write
-the structured, timestamped lines of :class:`tkbench.ui.LogProgress`
+the structured, timestamped lines of :class:`tkbench.cli.ui.LogProgress`
 (``2026-11-23T10:00:36+00:00 round start test=iops round=3 seconds=12.0``).  The
 fleet reads every line anyway (to tag it with the drive); :class:`DriveState` turns
 them into what the fleet's terminal display shows per drive: the test, the round

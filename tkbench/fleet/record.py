@@ -15,7 +15,7 @@ from typing import Any
 from tkbench.errors import RunDirError, TkbenchError
 from tkbench.fleet.drives import Drive
 from tkbench.fleet.outcomes import outcome
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 FLEET_FILE = "fleet.json"
 FORMAT = "tkbench-fleet"

@@ -10,13 +10,13 @@ from tkbench.analysis import headline
 from tkbench.errors import TkbenchError
 from tkbench.fleet.outcomes import outcome
 from tkbench.fleet.record import FORMAT, VERSION, FleetRecord
-from tkbench.store import load_run
+from tkbench.rundir.store import load_run
 
 
 def fleet_summary(root: Path) -> dict[str, Any]:
     """One entry per drive: what its run did, its headline numbers, steady state per
     test and its checks (``tkbench show DIR --json``)."""
-    from tkbench.summary import run_summary
+    from tkbench.outputs.show import run_summary
 
     root = Path(root)
     rec = FleetRecord.load(root)

@@ -21,9 +21,9 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import InputError
-from .base import History, Indexed, Stale
-from .entry import (
+from tkbench.errors import InputError
+from tkbench.history.base import History, Indexed, Stale
+from tkbench.history.entry import (
     COLUMNS,
     Entry,
     baseline_of,
@@ -32,7 +32,7 @@ from .entry import (
     json_chunks,
     listing_lines,
 )
-from .schema import HISTORY_VERSION
+from tkbench.history.schema import HISTORY_VERSION
 
 __all__ = [
     "COLUMNS",
@@ -73,7 +73,7 @@ def default_location() -> str:
 def check_location(text: str) -> str:
     """A history location as given (``--history``, ``TKBENCH_HISTORY``): a path, or a
     PostgreSQL URL libpq can parse.  Any other URL is refused, not taken for a file."""
-    from . import postgres
+    from tkbench.history import postgres
 
     if not text.strip():
         raise InputError("history database: empty path")
@@ -93,11 +93,11 @@ def open_history(location: str | Path | None = None) -> History:
     text = check_location(str(location)) if location is not None else default_location()
     if location is None and os.environ.get("TKBENCH_HISTORY"):
         check_location(text)
-    from . import postgres
+    from tkbench.history import postgres
 
     if postgres.is_url(text):
         return postgres.PostgresHistory(text)
-    from .sqlite import SQLiteHistory
+    from tkbench.history.sqlite import SQLiteHistory
 
     path = Path(text)
     return SQLiteHistory(path, shared=path == SYSTEM_PATH)

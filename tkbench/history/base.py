@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import InputError
-from ..records import Checks
-from ..store import RunData
-from .entry import COLUMNS, Entry, baseline_of, entry_for, from_row, sort_key, to_row
+from tkbench.errors import InputError
+from tkbench.history.entry import COLUMNS, Entry, baseline_of, entry_for, from_row, sort_key, to_row
+from tkbench.rundir.records import Checks
+from tkbench.rundir.store import RunData
 
 STORED = (*COLUMNS, "indexed_on")  # every column of the runs table
 # the columns of the runs table of the first version (schema.STEPS[0]): every tkbench
@@ -227,7 +227,9 @@ class History(ABC):
     def previous(self, run: RunData) -> Entry | None:
         """The latest earlier complete run of the same drive (model and serial) and
         profile (:func:`.entry.baseline_of`)."""
-        from .entry import run_serial  # the serial the run's own entry is filed under
+        from tkbench.history.entry import (
+            run_serial,  # the serial the run's own entry is filed under
+        )
 
         m = run.manifest
         model, serial = m.target.ident("model"), run_serial(m)

@@ -9,15 +9,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..analysis import headline
-from ..analysis.repeat import point_repeatability, until_standing
-from ..analysis.sweep import sweep_of
-from ..analysis.volfigures import run_figures
-from ..errors import InputError
-from ..records import Checks, Manifest
-from ..records.base import dump
-from ..store import RunData
-from ..units import format_size
+from tkbench.analysis import headline
+from tkbench.analysis.repeat import point_repeatability, until_standing
+from tkbench.analysis.sweep import sweep_of
+from tkbench.analysis.volfigures import run_figures
+from tkbench.errors import InputError
+from tkbench.rundir.records import Checks, Manifest
+from tkbench.rundir.records.base import dump
+from tkbench.rundir.store import RunData
+from tkbench.units import format_size
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,12 @@ OPTIONAL = ("rig", "run_id", "repeats", "volume")  # columns an entry may lack (
 def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | None:
     """The serial to file a run under whose target reported none (``unknown``): a
     run on a regular file or an NBD export made before their identities had serials
-    (tkbench.target).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
+    (tkbench.targets.target).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
     ``path``), or only ``spec`` when the manifest cannot be read.  An NBD export's is
     the same as today's (name and socket, from the URI); a file's is its path on the
     run's host, since its filesystem's UUID was not recorded.  None: nothing to
     derive (a block device that reports no serial)."""
-    from ..nbd import parse_uri
+    from tkbench.targets.nbd import parse_uri
 
     spec = str(target.get("spec") or "")
     kind = str(target.get("kind") or "")

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import InputError, ToolMissingError
-from . import schema
-from .base import Connection, History, one_line
+from tkbench.errors import InputError, ToolMissingError
+from tkbench.history import schema
+from tkbench.history.base import Connection, History, one_line
 
 SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT = 10  # seconds, unless the URL says otherwise (connect_timeout=)

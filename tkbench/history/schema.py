@@ -117,7 +117,7 @@ def rewrite_serials(version: int, con: Any, mark: str) -> None:
     placeholder (``?`` or ``%s``)."""
     if version >= 5:
         return
-    from .entry import legacy_serial
+    from tkbench.history.entry import legacy_serial
 
     rows = con.execute(
         "SELECT run_dir, model, host, target FROM runs WHERE serial = 'unknown'"

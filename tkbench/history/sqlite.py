@@ -9,9 +9,9 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import InputError
-from . import schema
-from .base import FIRST_COLUMNS, Connection, History
+from tkbench.errors import InputError
+from tkbench.history import schema
+from tkbench.history.base import FIRST_COLUMNS, Connection, History
 
 
 class SQLiteHistory(History):

@@ -20,20 +20,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import basic, copy, sweep, vfile
-from .base import Context, TestType
-from .basic import BASIC
-from .copy import COPY
-from .staged import common as staged
-from .staged.hir import HIR
-from .staged.intensity import INTENSITY
-from .staged.xsr import XSR
-from .sweep import SWEEP
-from .vfile import VFILE
+from tkbench.kinds import basic, copy, sweep, vfile
+from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.basic import BASIC
+from tkbench.kinds.copy import COPY
+from tkbench.kinds.staged import common as staged
+from tkbench.kinds.staged.hir import HIR
+from tkbench.kinds.staged.intensity import INTENSITY
+from tkbench.kinds.staged.xsr import XSR
+from tkbench.kinds.sweep import SWEEP
+from tkbench.kinds.vfile import VFILE
 
 if TYPE_CHECKING:
-    from ..profile.model import TestSpec
-    from ..records import TestPlan
+    from tkbench.profile.model import TestSpec
+    from tkbench.rundir.records import TestPlan
 
 # asked in this order; the basic type, last, claims every test the others do not
 TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)

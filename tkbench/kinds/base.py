@@ -21,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..planned import PlannedTest, Point
+from tkbench.plan.model import PlannedTest, Point
 
 if TYPE_CHECKING:
-    from ..analysis.figure import Figure
-    from ..profile.model import Profile, TestSpec, VolumeSpec
-    from ..records import TestPlan
-    from ..store import TestData
+    from tkbench.analysis.figure import Figure
+    from tkbench.profile.model import Profile, TestSpec, VolumeSpec
+    from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
 
 
 @dataclass(frozen=True)

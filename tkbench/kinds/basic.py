@@ -9,20 +9,20 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..analysis.stoprules import kind_named
-from ..errors import ProfileError
-from ..planned import (
+from tkbench.analysis.stoprules import kind_named
+from tkbench.errors import ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.plan.model import (
     PlannedTest,
     Point,
     bssplit_text,
     workload_independent,
     zones_text,
 )
-from ..profile.model import COMPOSITE, Mix, TestSpec, Tracking
-from ..profile.schema import WSAT_WORKLOADS
-from ..records import TestPlan
-from ..units import format_size
-from .base import Context, TestType
+from tkbench.profile.model import COMPOSITE, Mix, TestSpec, Tracking
+from tkbench.profile.schema import WSAT_WORKLOADS
+from tkbench.rundir.records import TestPlan
+from tkbench.units import format_size
 
 
 def check(

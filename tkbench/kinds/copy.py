@@ -31,20 +31,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.copy import ROLE, TITLES, copy_rows, is_copy
-from ..analysis.figure import DEVIATION, Figure
-from ..errors import ProfileError
-from ..planned import PlannedTest, Point
-from ..profile.model import CopySet, FamilySpec, Mix, TestSpec, VolumeSpec
-from ..units import format_duration, format_size, human_bytes
-from .base import Context, TestType
-from .words import num, repeat_text
+from tkbench.analysis.copy import ROLE, TITLES, copy_rows, is_copy
+from tkbench.analysis.figure import DEVIATION, Figure
+from tkbench.errors import ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.words import num, repeat_text
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import CopySet, FamilySpec, Mix, TestSpec, VolumeSpec
+from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..records import TestPlan
-    from ..store import TestData
+    from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
 
 DIR = "copy"  # the test's directory in the run's working directory
 BLOCK = 4096  # a file's allocation is counted in blocks of this size

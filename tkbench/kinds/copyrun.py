@@ -35,12 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import cache
-from ..errors import DeviceError, Interrupted
-from ..planned import Point
-from ..profile.model import CopySet, TestSpec
-from ..records import Direction, PlannedPoint, PointResult
-from .copy import DIR, Layout, layout, own
+from tkbench import cache
+from tkbench.errors import DeviceError, Interrupted
+from tkbench.kinds.copy import DIR, Layout, layout, own
+from tkbench.plan.model import Point
+from tkbench.profile.model import CopySet, TestSpec
+from tkbench.rundir.records import Direction, PlannedPoint, PointResult
 
 MARKER = ".complete.json"
 DROP_CACHES = Path(cache.DROP_CACHES)  # root's; refused for others before the run (runs.py)

@@ -31,21 +31,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.figure import DEVIATION, Figure
-from ..analysis.repeat import repeatability
-from ..analysis.sweep import MODES, ROLE, is_sweep, sweep_of
-from ..errors import ProfileError
-from ..planned import PlannedTest, Point
-from ..profile.model import SWEEP_MODES, FamilySpec, Mix, TestSpec
-from ..units import format_duration, format_size, human_bytes
-from .base import Context, TestType
-from .words import num as _num
+from tkbench.analysis.figure import DEVIATION, Figure
+from tkbench.analysis.repeat import repeatability
+from tkbench.analysis.sweep import MODES, ROLE, is_sweep, sweep_of
+from tkbench.errors import ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.words import num as _num
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import SWEEP_MODES, FamilySpec, Mix, TestSpec
+from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..records import TestPlan
-    from ..store import TestData
+    from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
 
 FILE = "bulk-sweep.dat"  # the test file, in the run's working directory
 

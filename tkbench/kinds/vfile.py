@@ -34,21 +34,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.figure import DEVIATION, Figure
-from ..analysis.repeat import repeatability
-from ..analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
-from ..errors import ProfileError
-from ..planned import PlannedTest, Point
-from ..profile.model import VFILE_OPERATIONS, FamilySpec, Mix, TestSpec
-from ..units import format_duration, format_size, human_bytes
-from .base import Context, TestType
-from .words import num as _num
+from tkbench.analysis.figure import DEVIATION, Figure
+from tkbench.analysis.repeat import repeatability
+from tkbench.analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
+from tkbench.errors import ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.words import num as _num
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import VFILE_OPERATIONS, FamilySpec, Mix, TestSpec
+from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..records import TestPlan
-    from ..store import TestData
+    from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
 
 FILE = "vfile.db"  # the database file, in the run's working directory
 

@@ -12,16 +12,16 @@ The keys are documented in docs/profiles.md.
 
 from __future__ import annotations
 
-from .build import (
+from tkbench.profile.build import (
     CACHE_KEYS,
     build,
     load,
 )
-from .convert import (
+from tkbench.profile.convert import (
     DAY,
     Conv,
 )
-from .finding import (
+from tkbench.profile.finding import (
     ProfileEntry,
     apply_overrides,
     available,
@@ -32,7 +32,7 @@ from .finding import (
     parse_override,
     select,
 )
-from .model import (
+from tkbench.profile.model import (
     CACHE_STATES,
     COMPOSITE,
     COPY_SETS,
@@ -68,7 +68,7 @@ from .model import (
     purge_methods,
     size_label,
 )
-from .schema import (
+from tkbench.profile.schema import (
     ACCEPTANCE_SCHEMA,
     COMPOSITE_SIZES,
     PRECONDITION_SCHEMA,

@@ -9,12 +9,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import kinds
-from ..errors import ProfileError
-from ..units import format_size
-from .convert import Conv
-from .finding import apply_overrides, load_raw, parse_override
-from .model import (
+from tkbench import kinds
+from tkbench.errors import ProfileError
+from tkbench.profile.convert import Conv
+from tkbench.profile.finding import apply_overrides, load_raw, parse_override
+from tkbench.profile.model import (
     Acceptance,
     Criterion,
     PreconditionSpec,
@@ -27,7 +26,7 @@ from .model import (
     VolumeSpec,
     Workload,
 )
-from .schema import (
+from tkbench.profile.schema import (
     ACCEPTANCE_SCHEMA,
     PRECONDITION_SCHEMA,
     PURGE_SCHEMA,
@@ -39,6 +38,7 @@ from .schema import (
     VOLUME_SCHEMA,
     WORKLOAD_SCHEMA,
 )
+from tkbench.units import format_size
 
 
 def load(name_or_path: str, overrides: Iterable[str] = ()) -> Profile:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..units import format_duration, parse_duration, parse_size
+from tkbench.units import format_duration, parse_duration, parse_size
 
 Conv = Callable[[Any], Any]
 

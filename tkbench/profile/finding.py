@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..errors import ProfileError
-from .schema import SECTIONS, TEST_SCHEMA, TOP_KEYS
+from tkbench.errors import ProfileError
+from tkbench.profile import paths
+from tkbench.profile.schema import SECTIONS, TEST_SCHEMA, TOP_KEYS
 
 
 def bundled_dir() -> Path:

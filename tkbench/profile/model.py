@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import vocab
-from ..device.purge import METHODS as _DEVICE_METHODS
-from ..units import COMPOSITE, format_size, parse_size, size_label
-from ..vocab import metric
-from .convert import DAY, _block_size, _duration, _size
+from tkbench import vocab
+from tkbench.device.purge import METHODS as _DEVICE_METHODS
+from tkbench.profile.convert import DAY, _block_size, _duration, _size
+from tkbench.units import COMPOSITE, format_size, parse_size, size_label
+from tkbench.vocab import metric
 
 KINDS = ("steady", "saturation", "fixed", "copy")
 PATTERNS = ("random", "sequential")

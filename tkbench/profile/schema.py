@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..device.writecache import SETTINGS as WRITE_CACHE_SETTINGS
-from .convert import (
+from tkbench.device.writecache import SETTINGS as WRITE_CACHE_SETTINGS
+from tkbench.profile.convert import (
     DAY,
     Conv,
     _block_size,
@@ -20,7 +20,7 @@ from .convert import (
     _size,
     _str,
 )
-from .model import (
+from tkbench.profile.model import (
     CACHE_STATES,
     DATA_PATTERNS,
     KINDS,

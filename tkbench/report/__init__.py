@@ -12,9 +12,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import InputError, RunDirError
-from ..outputs import check_output, write_output
-from ..store import RunData, load_run
+from tkbench.errors import InputError, RunDirError
+from tkbench.outputs.files import check_output, write_output
+from tkbench.rundir.store import RunData, load_run
 
 __all__ = ["build_comparison", "build_report"]
 
@@ -43,7 +43,7 @@ def build_report(
         raise RunDirError(f"{run_dir}: no such run directory")
     run = load_run(run_dir)
     # only now: matplotlib, imported with the figures, writes its font cache under $HOME
-    from . import analysis, options, render
+    from tkbench.report import analysis, options, render
 
     opts = options.resolve_options(
         run.manifest,
@@ -73,7 +73,7 @@ def build_comparison(runs: Sequence[RunData], out_pdf: Path | str) -> Path:
     check_output(out_pdf.with_suffix(".html"), "comparison")
     if not runs:
         raise InputError("nothing to compare: no run given")
-    from . import comparison, render  # matplotlib: only once the input is good
+    from tkbench.report import comparison, render  # matplotlib: only once the input is good
 
     model = comparison.comparison_model(runs, generated=time.time())
     doc = render.build_comparison_document(model)

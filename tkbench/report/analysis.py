@@ -27,27 +27,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import TestAnalysis, analyze_run, analyze_test
-from ..analysis.confidence import histogram_phase
-from ..analysis.hosts import host_means
-from ..analysis.thermal import temperature_of
-from ..kinds import of_plan
-from ..records import Checks, TargetRecord
-from ..store import RunData, TestData
-from ..vocab import metric as metric_of
-from . import header, saturation
-from .copy import copy_report
-from .headlines import headlines
-from .labels import anchor, primary_metric, tracking_of
-from .model import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, CheckRow, Report, TestReport
-from .options import ReportOptions
-from .procedure import health_rows, outcome, parameters
-from .repeats import recipe_table, repeat_part
-from .rounds import convergence, determination, queue_check, round_rows
-from .sections import section_for
-from .sweep import sweep_report
-from .tables import blank_note, histograms, latency_rows, matrices_for, percentile_names
-from .vfile import vfile_report
+from tkbench.analysis import TestAnalysis, analyze_run, analyze_test
+from tkbench.analysis.confidence import histogram_phase
+from tkbench.analysis.hosts import host_means
+from tkbench.analysis.thermal import temperature_of
+from tkbench.kinds import of_plan
+from tkbench.report import header, saturation
+from tkbench.report.copy import copy_report
+from tkbench.report.headlines import headlines
+from tkbench.report.labels import anchor, primary_metric, tracking_of
+from tkbench.report.model import (
+    COMPLETE,
+    FAILED,
+    INCOMPLETE,
+    INTERRUPTED,
+    CheckRow,
+    Report,
+    TestReport,
+)
+from tkbench.report.options import ReportOptions
+from tkbench.report.procedure import health_rows, outcome, parameters
+from tkbench.report.repeats import recipe_table, repeat_part
+from tkbench.report.rounds import convergence, determination, queue_check, round_rows
+from tkbench.report.sections import section_for
+from tkbench.report.sweep import sweep_report
+from tkbench.report.tables import (
+    blank_note,
+    histograms,
+    latency_rows,
+    matrices_for,
+    percentile_names,
+)
+from tkbench.report.vfile import vfile_report
+from tkbench.rundir.records import Checks, TargetRecord
+from tkbench.rundir.store import RunData, TestData
+from tkbench.vocab import metric as metric_of
 
 
 def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:

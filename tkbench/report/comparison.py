@@ -1,6 +1,6 @@
 """The comparison PDF of several runs (``tkbench compare RUN... --out FILE.pdf``).
 
-:mod:`tkbench.compare` computes the table rows (the same points of every run,
+:mod:`tkbench.outputs.compare` computes the table rows (the same points of every run,
 their measurement-window values through :mod:`tkbench.analysis`, deltas in %
 against run 1) and the conditions in which runs differ.  This module adds what
 the figures need -- each run's tests analysed exactly as its own report
@@ -14,12 +14,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import compare as cmp
-from ..analysis import analyze_test
-from ..store import RunData
-from ..units import human_bytes
-from . import analysis, fmt, header
-from .model import Row, TestReport
+from tkbench.analysis import analyze_test
+from tkbench.outputs import compare as cmp
+from tkbench.report import analysis, fmt, header
+from tkbench.report.model import Row, TestReport
+from tkbench.rundir.store import RunData
+from tkbench.units import human_bytes
 
 
 @dataclass(frozen=True)

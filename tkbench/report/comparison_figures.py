@@ -18,9 +18,9 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..units import parse_size
-from .figures import WIDTH, _log, _plain, dots, styled, tick_label, to_svg
-from .model import Matrix, TestReport
+from tkbench.report.figures import WIDTH, _log, _plain, dots, styled, tick_label, to_svg
+from tkbench.report.model import Matrix, TestReport
+from tkbench.units import parse_size
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 LINESTYLES = ("-", "--", ":", "-.")

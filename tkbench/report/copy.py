@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.copy import NAMES, CopyRow, copy_rows
-from ..store import TestData
-from . import fmt
+from tkbench.analysis.copy import NAMES, CopyRow, copy_rows
+from tkbench.report import fmt
+from tkbench.rundir.store import TestData
 
 
 @dataclass(frozen=True)

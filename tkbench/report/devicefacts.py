@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..device.facts import link_text
-from ..records import Manifest
-from .model import Row
+from tkbench.device.facts import link_text
+from tkbench.report.model import Row
+from tkbench.rundir.records import Manifest
 
 NOT_RECORDED = "not recorded (the run was made before tkbench recorded it)"
 

@@ -34,8 +34,8 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
-from . import fmt
-from .model import Determination, Histogram, Matrix, Saturation, Series, TestReport
+from tkbench.report import fmt
+from tkbench.report.model import Determination, Histogram, Matrix, Saturation, Series, TestReport
 
 WIDTH = 6.6  # inches: the text width of A4 and Letter with the report's margins
 PALETTE = (

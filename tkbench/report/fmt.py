@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 
-from ..units import format_duration
+from tkbench.units import format_duration
 
 DASH = "–"
 GB = 1e9

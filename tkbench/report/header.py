@@ -10,19 +10,19 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import cacherecord
-from ..analysis import kind_of
-from ..analysis.conformance import judge_run
-from ..analysis.pts import Judgement, stored_variant
-from ..analysis.repeat import point_repeatability, until_standing
-from ..device.writecache import describe as write_cache_text
-from ..plan import pattern_text
-from ..records import Manifest, Resume
-from ..store import RunData, TestData
-from . import devicefacts, fmt
-from .model import COMPLETE, PtsClaim, Row, TestReport
-from .options import DEFAULT_TITLE, ReportOptions
-from .procedure import outstanding, precondition_text, purge_text, stop_rule
+from tkbench.analysis import kind_of
+from tkbench.analysis.conformance import judge_run
+from tkbench.analysis.pts import Judgement, stored_variant
+from tkbench.analysis.repeat import point_repeatability, until_standing
+from tkbench.device.writecache import describe as write_cache_text
+from tkbench.plan.build import pattern_text
+from tkbench.report import devicefacts, fmt
+from tkbench.report.model import COMPLETE, PtsClaim, Row, TestReport
+from tkbench.report.options import DEFAULT_TITLE, ReportOptions
+from tkbench.report.procedure import outstanding, precondition_text, purge_text, stop_rule
+from tkbench.rundir import writecache as cacherecord
+from tkbench.rundir.records import Manifest, Resume
+from tkbench.rundir.store import RunData, TestData
 
 
 def identity(manifest: Manifest) -> Mapping[str, Any]:

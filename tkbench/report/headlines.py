@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..analysis import TestAnalysis, samples_needed
-from ..analysis.window import PointMean
-from ..records import TestPlan
-from ..store import TestData
-from ..units import format_size
-from . import saturation
-from .model import Headline, TestReport
+from tkbench.analysis import TestAnalysis, samples_needed
+from tkbench.analysis.window import PointMean
+from tkbench.report import saturation
+from tkbench.report.model import Headline, TestReport
+from tkbench.rundir.records import TestPlan
+from tkbench.rundir.store import TestData
+from tkbench.units import format_size
 
 
 def headlines(

@@ -1,7 +1,7 @@
 """Names the report gives a test's parts: anchors, R/W mixes, tracking variables (pure).
 
 Window means and every other derived number come from :mod:`tkbench.analysis`; the
-stored records themselves are typed (:mod:`tkbench.records`).
+stored records themselves are typed (:mod:`tkbench.rundir.records`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from ..profile import Tracking
-from ..records import TestPlan
+from tkbench.profile import Tracking
+from tkbench.rundir.records import TestPlan
 
 
 def mean(values: Sequence[float]) -> float:

@@ -11,17 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..analysis.confidence import HistogramPhase
-from ..analysis.hosts import HostMean
-from ..analysis.responses import ResponseTimes
-from ..analysis.thermal import TestTemperature
-from .copy import CopyReport
-from .repeats import RecipeTable, RepeatPart
-from .sweep import SweepReport
-from .vfile import VfileReport
+from tkbench.analysis.confidence import HistogramPhase
+from tkbench.analysis.hosts import HostMean
+from tkbench.analysis.responses import ResponseTimes
+from tkbench.analysis.thermal import TestTemperature
+from tkbench.report.copy import CopyReport
+from tkbench.report.repeats import RecipeTable, RepeatPart
+from tkbench.report.sweep import SweepReport
+from tkbench.report.vfile import VfileReport
 
 if TYPE_CHECKING:
-    from .stages import StagePart
+    from tkbench.report.stages import StagePart
 
 # test status values
 COMPLETE = "complete"

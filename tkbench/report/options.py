@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..records import Manifest
+from tkbench.errors import InputError
+from tkbench.rundir.records import Manifest
 
 PAPERS = {"a4": "A4", "letter": "Letter"}
 DEFAULT_TITLE = "SSD Performance Report"

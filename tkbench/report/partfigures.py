@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from ..analysis.confidence import HistogramPhase, Level
-from ..analysis.responses import ResponseTimes
-from ..analysis.window import TAIL_SAMPLES
-from . import figures
-from .figures import (
+from tkbench.analysis.confidence import HistogramPhase, Level
+from tkbench.analysis.responses import ResponseTimes
+from tkbench.analysis.window import TAIL_SAMPLES
+from tkbench.report import figures
+from tkbench.report.figures import (
     PALETTE,
     WRITE,
     Namer,
@@ -32,9 +32,9 @@ from .figures import (
     tick_label,
     to_svg,
 )
-from .model import TestReport
-from .sweepfigures import heat_maps
-from .tables import log_histogram
+from tkbench.report.model import TestReport
+from tkbench.report.sweepfigures import heat_maps
+from tkbench.report.tables import log_histogram
 
 MANY = 200  # more rounds than this are drawn as dots without lines
 

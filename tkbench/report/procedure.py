@@ -11,17 +11,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .. import cache
-from ..analysis.copy import TITLES as COPY_SETS
-from ..analysis.segments import last_segment, segment_of
-from ..plan import pattern_text
-from ..records import Precondition, Purge, TestPlan
-from ..store import TestData
-from ..units import format_size
-from . import fmt
-from .labels import mix_label, tracking_of
-from .model import Row
-from .sections import section_for
+from tkbench import cache
+from tkbench.analysis.copy import TITLES as COPY_SETS
+from tkbench.analysis.segments import last_segment, segment_of
+from tkbench.plan.build import pattern_text
+from tkbench.report import fmt
+from tkbench.report.labels import mix_label, tracking_of
+from tkbench.report.model import Row
+from tkbench.report.sections import section_for
+from tkbench.rundir.records import Precondition, Purge, TestPlan
+from tkbench.rundir.store import TestData
+from tkbench.units import format_size
 
 
 def outstanding(plan: TestPlan) -> str:

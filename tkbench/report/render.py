@@ -37,13 +37,13 @@ with warnings.catch_warnings():
     from weasyprint.urls import URLFetcher, URLFetcherResponse
 
 
-from .. import compare as cmp
-from ..analysis.window import TAIL_SAMPLES
-from ..errors import InputError
-from ..paths import bundled
-from . import comparison_figures, figures, fmt, stagefigures
-from .comparison import Comparison
-from .model import Report, TestReport
+from tkbench.analysis.window import TAIL_SAMPLES
+from tkbench.errors import InputError
+from tkbench.outputs import compare as cmp
+from tkbench.profile.paths import bundled
+from tkbench.report import comparison_figures, figures, fmt, stagefigures
+from tkbench.report.comparison import Comparison
+from tkbench.report.model import Report, TestReport
 
 TEMPLATES = bundled("templates")
 MAIN_TEMPLATE = "report.html.j2"

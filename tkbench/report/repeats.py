@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..analysis.repeat import Repeatability, point_repeatability, until_standing
-from ..analysis.sweep import sweep_of
-from ..records import TestPlan
-from ..store import TestData
+from tkbench.analysis.repeat import Repeatability, point_repeatability, until_standing
+from tkbench.analysis.sweep import sweep_of
+from tkbench.rundir.records import TestPlan
+from tkbench.rundir.store import TestData
 
 
 @dataclass(frozen=True)

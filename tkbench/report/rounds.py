@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.load import QUEUE_LOW, QueueShare, queue_shares
-from ..analysis.segments import segment_of
-from ..analysis.steady import Verdict
-from ..analysis.window import find_point
-from ..profile import Tracking
-from ..records import Round, TestPlan
-from ..units import format_size
-from ..vocab import metric as metric_of
-from .labels import mix_label, tracking_of
-from .model import Determination, RoundRow, Series
+from tkbench.analysis.load import QUEUE_LOW, QueueShare, queue_shares
+from tkbench.analysis.segments import segment_of
+from tkbench.analysis.steady import Verdict
+from tkbench.analysis.window import find_point
+from tkbench.profile import Tracking
+from tkbench.report.labels import mix_label, tracking_of
+from tkbench.report.model import Determination, RoundRow, Series
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.units import format_size
+from tkbench.vocab import metric as metric_of
 
 CONVERGENCE_MIX = 0  # PTS plots IOPS convergence of every block size at 0/100
 

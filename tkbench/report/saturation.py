@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..analysis.load import saturation_series
-from ..records import Round, TestPlan
-from ..units import format_size
-from . import fmt
-from .labels import mix_label
-from .model import Headline, Row, Saturation, TestReport
+from tkbench.analysis.load import saturation_series
+from tkbench.report import fmt
+from tkbench.report.labels import mix_label
+from tkbench.report.model import Headline, Row, Saturation, TestReport
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.units import format_size
 
 
 def saturation(plan: TestPlan, rounds: Sequence[Round], capacity: int) -> Saturation | None:

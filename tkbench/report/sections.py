@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..analysis.repeat import until_bounds
-from ..analysis.responses import ResponseTimes, saturation_responses
-from ..analysis.steady import Verdict
-from ..records import Round, TestPlan
-from ..store import TestData
-from . import fmt, saturation, stages
-from .model import Saturation
+from tkbench.analysis.repeat import until_bounds
+from tkbench.analysis.responses import ResponseTimes, saturation_responses
+from tkbench.analysis.steady import Verdict
+from tkbench.report import fmt, saturation, stages
+from tkbench.report.model import Saturation
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.rundir.store import TestData
 
 
 class Section:

@@ -18,10 +18,18 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator
 
-from . import partfigures
-from .figures import PALETTE, Namer, _log, _new, _plain, dots, styled, to_svg
-from .model import TestReport
-from .stages import MANY, CrossStimulus, HostIdle, Intensity, Operating, StagePart, Timeline
+from tkbench.report import partfigures
+from tkbench.report.figures import PALETTE, Namer, _log, _new, _plain, dots, styled, to_svg
+from tkbench.report.model import TestReport
+from tkbench.report.stages import (
+    MANY,
+    CrossStimulus,
+    HostIdle,
+    Intensity,
+    Operating,
+    StagePart,
+    Timeline,
+)
 
 SHADE = "#e8e8e8"
 

@@ -5,7 +5,7 @@ cross-stimulus recovery, composite block size, demand intensity) is stored as on
 test directory per stage.  The preconditioning stages keep the generic
 steady-state chapter; the others have a chapter of their own, built here from the
 records and :mod:`tkbench.analysis.stages` (the same numbers ``tkbench show
---json`` prints, through :mod:`tkbench.partsummary`):
+--json`` prints, through :mod:`tkbench.outputs.showparts`):
 
 * ``recovery`` (HIR wait states): IOPS of every sample in order, a row per wait
   state (bursts, their mean IOPS, recovery against the preconditioning stage's
@@ -31,17 +31,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from ..analysis import stages
-from ..analysis.confidence import Level
-from ..analysis.stages import steady_iops
-from ..analysis.window import merge_bins, samples_needed, window, window_records
-from ..kinds.staged.common import TITLES
-from ..records import PlannedPoint, PointResult, Round, TestPlan
-from ..store import TestData
-from ..units import format_size
-from . import fmt
-from .labels import mix_label
-from .model import Matrix
+from tkbench.analysis import stages
+from tkbench.analysis.confidence import Level
+from tkbench.analysis.stages import steady_iops
+from tkbench.analysis.window import merge_bins, samples_needed, window, window_records
+from tkbench.kinds.staged.common import TITLES
+from tkbench.report import fmt
+from tkbench.report.labels import mix_label
+from tkbench.report.model import Matrix
+from tkbench.rundir.records import PlannedPoint, PointResult, Round, TestPlan
+from tkbench.rundir.store import TestData
+from tkbench.units import format_size
 
 MANY = 400  # more samples than this are drawn as dots
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
-from ..store import TestData
-from .fmt import sig
+from tkbench.analysis.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
+from tkbench.report.fmt import sig
+from tkbench.rundir.store import TestData
 
 __all__ = ["BestRow", "SweepReport", "SweepTable", "is_sweep", "sweep_report"]
 

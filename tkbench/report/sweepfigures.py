@@ -8,9 +8,9 @@ import math
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .figures import Namer, _new, to_svg
-from .fmt import sig
-from .sweep import SweepReport, SweepTable
+from tkbench.report.figures import Namer, _new, to_svg
+from tkbench.report.fmt import sig
+from tkbench.report.sweep import SweepReport, SweepTable
 
 
 def heat_maps(sr: SweepReport | None, name: Namer) -> list[str | None]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.window import (
+from tkbench.analysis.window import (
     DIRECTIONS,
     DirMean,
     PointMean,
@@ -18,12 +18,12 @@ from ..analysis.window import (
     merge_bins,
     samples_needed,
 )
-from ..fiojson import percentile_from_bins
-from ..records import Round, TestPlan
-from ..units import format_size
-from ..vocab import MS
-from .labels import mix_caption, mix_label
-from .model import Histogram, LatencyRow, Matrix
+from tkbench.fio.output import percentile_from_bins
+from tkbench.report.labels import mix_caption, mix_label
+from tkbench.report.model import Histogram, LatencyRow, Matrix
+from tkbench.rundir.records import Round, TestPlan
+from tkbench.units import format_size
+from tkbench.vocab import MS
 
 HIST_BINS_PER_DECADE = 12
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.vfile import Cell, Row, VfileResult, is_vfile, vfile_of
-from ..store import TestData
-from ..units import format_size
-from .fmt import sig
+from tkbench.analysis.vfile import Cell, Row, VfileResult, is_vfile, vfile_of
+from tkbench.report.fmt import sig
+from tkbench.rundir.store import TestData
+from tkbench.units import format_size
 
 __all__ = ["VfileReport", "VfileRow", "is_vfile", "vfile_report"]
 

@@ -13,7 +13,7 @@ Format history:
 
 :func:`load` reads every format from :data:`OLDEST` to :data:`FORMAT`; an older or
 newer file, or one that is cut short or altered, is one clear :class:`InputError`.
-:func:`write` writes by the output rule of :mod:`tkbench.outputs` (atomically, never
+:func:`write` writes by the output rule of :mod:`tkbench.outputs.files` (atomically, never
 over another user's file or a run directory's records).
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tkbench.errors import InputError
-from tkbench.outputs import write_output
+from tkbench.outputs.files import write_output
 from tkbench.workload.trace import Trace
 
 FORMAT = 1

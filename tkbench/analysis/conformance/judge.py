@@ -26,7 +26,7 @@ from tkbench.analysis.pts import (
 )
 from tkbench.analysis.ptsstages import STAGED
 from tkbench.analysis.requirements import basic
-from tkbench.records import TestPlan
+from tkbench.rundir.records import TestPlan
 
 # the stages of the tests beyond the basic four that start with a purge
 PURGED = ("precondition", "groups")

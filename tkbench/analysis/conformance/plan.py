@@ -14,7 +14,7 @@ from tkbench.analysis.conformance.judge import (
     starts_alone,
 )
 from tkbench.analysis.pts import VARIANTS, Departure, Judgement, Variant
-from tkbench.plan import Plan, PlannedTest
+from tkbench.plan.build import Plan, PlannedTest
 
 
 def judge_plan(plan: Plan, write_cache_absent: str | None = None) -> Judgement:

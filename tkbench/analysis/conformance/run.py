@@ -38,14 +38,14 @@ from tkbench.analysis.requirements.words import times
 from tkbench.device.writecache import ABSENT, WriteCacheRecord
 from tkbench.errors import ProfileError
 from tkbench.profile import build
-from tkbench.records import Manifest, Resume, Round, TestPlan
-from tkbench.store import RunData, TestData
+from tkbench.rundir.records import Manifest, Resume, Round, TestPlan
+from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_duration, human_bytes
 
 
 def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judgement:
     """The run's standing, from what it recorded.  ``write_cache``: its
-    ``write-cache.json`` (:func:`tkbench.cacherecord.load`; None for runs before it)."""
+    ``write-cache.json`` (:func:`tkbench.rundir.writecache.load`; None for runs before it)."""
     m = run.manifest
     variant = stored_variant(m)
     if variant is None:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tkbench.records import TestPlan
-from tkbench.records.base import dump
+from tkbench.rundir.records import TestPlan
+from tkbench.rundir.records.base import dump
 
 TEXT = "text"  # the PTS 2.0.2 text (as quoted: docs/methodology.md, Sources)
 IMPL = "implementation"  # an implementation of PTS 2.0, or SNIA's pages on the 1.x tests

@@ -32,7 +32,7 @@ from tkbench.analysis.requirements.words import (
     sizes,
     times,
 )
-from tkbench.records import TestPlan
+from tkbench.rundir.records import TestPlan
 from tkbench.units import format_duration, format_size, human_bytes, parse_size
 
 IOPS = Source(TEXT, common.IOPS_TEXT)

@@ -32,11 +32,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ...errors import ProfileError
-from ...planned import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from ...profile.model import COMPOSITE, Mix, TestSpec
-from ...records import OperatingPoint, TestPlan
-from ..base import Context, TestType
+from tkbench.errors import ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
+from tkbench.profile.model import COMPOSITE, Mix, TestSpec
+from tkbench.rundir.records import OperatingPoint, TestPlan
 
 WRITE = Mix(0)
 NAMES = ("max", "mid", "min")

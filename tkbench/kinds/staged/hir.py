@@ -8,15 +8,15 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...analysis import stages
-from ...analysis.stages import steady_iops
-from ...planned import PlannedTest, Point
-from ...profile.model import TestSpec, Tracking
-from ...units import format_duration
-from .common import Staged, base_point, intervals, stage_spec
+from tkbench.analysis import stages
+from tkbench.analysis.stages import steady_iops
+from tkbench.kinds.staged.common import Staged, base_point, intervals, stage_spec
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import TestSpec, Tracking
+from tkbench.units import format_duration
 
 if TYPE_CHECKING:
-    from ...store import TestData
+    from tkbench.rundir.store import TestData
 
 
 class Hir(Staged):

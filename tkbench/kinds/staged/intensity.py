@@ -11,12 +11,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...analysis import stages
-from ...analysis.window import window, window_records
-from ...planned import PlannedTest, Point
-from ...profile.model import TestSpec, Tracking
-from ...records import OperatingPoint
-from .common import (
+from tkbench.analysis import stages
+from tkbench.analysis.window import window, window_records
+from tkbench.kinds.staged.common import (
     NAMES,
     WRITE,
     Staged,
@@ -26,9 +23,12 @@ from .common import (
     operating_points,
     stage_spec,
 )
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import TestSpec, Tracking
+from tkbench.rundir.records import OperatingPoint
 
 if TYPE_CHECKING:
-    from ...store import TestData
+    from tkbench.rundir.store import TestData
 
 
 class Intensity(Staged):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...analysis import stages
-from ...planned import PlannedTest, Point
-from ...profile.model import TestSpec
-from .common import Staged, stage_spec
+from tkbench.analysis import stages
+from tkbench.kinds.staged.common import Staged, stage_spec
+from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import TestSpec
 
 if TYPE_CHECKING:
-    from ...store import TestData
+    from tkbench.rundir.store import TestData
 
 
 class Xsr(Staged):

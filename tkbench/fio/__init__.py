@@ -1,0 +1,1 @@
+"""fio: see docs/architecture.md."""

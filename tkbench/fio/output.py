@@ -1,0 +1,667 @@
+"""Parse fio's JSON / json+ output, robustly across fio versions.
+
+Pure functions, no I/O.  See docs/fio-json.md for the version differences handled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, TypeVar
+
+from tkbench.errors import FioJobError, FioParseError
+
+# fio's default completion-latency percentile list (used when recomputing from bins
+# and no entry carried an explicit list).
+DEFAULT_PERCENTILES: tuple[float, ...] = (
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0,
+    90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99,
+)  # fmt: skip
+
+ALL_CLIENTS = "All clients"  # jobname of the aggregate entry in client/server output
+
+_NS_PER_US = 1000
+_LEGACY_PLAT_KEYS = ("FIO_IO_U_PLAT_BITS", "FIO_IO_U_PLAT_VAL", "FIO_IO_U_PLAT_NR")
+_NS_STYLE_KEYS = ("io_kbytes", "bw_bytes", "slat_ns", "clat_ns", "lat_ns")
+_US_STYLE_KEYS = ("slat", "clat", "lat")
+_EXCERPT_CHARS = 80
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class LatStats:
+    """Latency summary in nanoseconds (fio 2.x microseconds are converted)."""
+
+    mean: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    stddev: float = 0.0
+    samples: int | None = None
+
+
+@dataclass(frozen=True)
+class DirStats:
+    """One I/O direction (read, write or trim) of one job entry."""
+
+    io_bytes: int = 0  # bytes (fio 2.x reports KiB here: converted)
+    total_ios: int | None = None
+    iops: float = 0.0
+    bw_bytes: float = 0.0  # bytes per second
+    runtime_ms: float = 0.0
+    lat: LatStats = field(default_factory=LatStats)  # total latency (submission + completion)
+    clat: LatStats = field(default_factory=LatStats)
+    slat: LatStats = field(default_factory=LatStats)
+    # completion-latency percentiles: percent (e.g. 99.99) -> nanoseconds
+    percentiles: dict[float, float] = field(default_factory=dict)
+    # json+ completion-latency histogram: bucket latency in ns -> count (non-zero buckets)
+    bins: dict[int, int] = field(default_factory=dict)
+    # total-latency percentiles and json+ histogram; fio only reports these when the job
+    # ran with lat_percentiles=1 (fio 3.x)
+    lat_percentiles: dict[float, float] = field(default_factory=dict)
+    lat_bins: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def did_io(self) -> bool:
+        """True if this direction moved any data or completed any I/O."""
+        return self.io_bytes > 0 or (self.total_ios or 0) > 0
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """One entry of ``jobs`` (or ``client_stats``)."""
+
+    name: str
+    groupid: int = 0
+    error: int = 0
+    read: DirStats = field(default_factory=DirStats)
+    write: DirStats = field(default_factory=DirStats)
+    trim: DirStats = field(default_factory=DirStats)
+    job_runtime_ms: float | None = None
+    elapsed_s: float | None = None
+    hostname: str | None = None
+    port: int | None = None
+    options: dict[str, str] = field(default_factory=dict)  # "job options"
+    job_start_ms: int | None = None  # epoch ms (fio >= 3.35)
+    # unified_rw_reporting: fio reports reads, writes and trims together as "mixed"
+    mixed: DirStats = field(default_factory=DirStats)
+    # the job entry exactly as decoded, for fields not modelled here (steadystate, cpu...)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def directions(self) -> dict[str, DirStats]:
+        """The per-direction statistics keyed by fio's direction name."""
+        return {"read": self.read, "write": self.write, "trim": self.trim, "mixed": self.mixed}
+
+    @property
+    def did_io(self) -> bool:
+        """True if any direction moved data."""
+        return any(d.did_io for d in self.directions.values())
+
+
+@dataclass(frozen=True)
+class FioOutput:
+    """A whole fio JSON document."""
+
+    fio_version: str
+    jobs: list[JobStats]  # per-job entries; in client/server mode the per-client entries
+    timestamp: int | None = None
+    timestamp_ms: int | None = None
+    global_options: dict[str, str] = field(default_factory=dict)
+    aggregate: JobStats | None = None  # the "All clients" entry in client/server mode
+    client_server: bool = False
+    preamble: str = ""  # any text fio printed before the JSON document
+    disk_util: list[dict[str, object]] = field(default_factory=list)
+    trailer: str = ""  # any text after the document (e.g. an unfinished later document)
+
+
+# --------------------------------------------------------------------------- parse
+
+
+def parse(text: str) -> FioOutput:
+    """Parse fio output text (JSON or json+, possibly with text before it).
+
+    The last complete fio results document in ``text`` is used.  Non-JSON text
+    before it (and between earlier documents) is kept, stripped, in ``preamble``;
+    text after it in ``trailer``.
+    """
+    if not text.strip():
+        raise FioParseError("fio produced no output (expected JSON results)")
+    docs = _find_documents(text)
+    if not docs:
+        raise FioParseError(_no_document_message(text))
+    _, end, doc = docs[-1]
+    gaps, prev_end = [], 0
+    for doc_start, doc_end, _ in docs:
+        gaps.append(text[prev_end:doc_start].strip())
+        prev_end = doc_end
+    preamble = "\n".join(g for g in gaps if g)
+    return _output_from_doc(doc, preamble, text[end:].strip())
+
+
+def _find_documents(text: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """All complete top-level fio result objects in ``text``: (start, end, object)."""
+    decoder = json.JSONDecoder(strict=False)
+    found: list[tuple[int, int, dict[str, Any]]] = []
+    pos = 0
+    while (start := text.find("{", pos)) >= 0:
+        if not _may_start_object(text, start):
+            pos = start + 1
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (json.JSONDecodeError, RecursionError):
+            pos = start + 1  # an unfinished object: look for one starting inside it
+            continue
+        if isinstance(value, dict) and _is_results(value):
+            found.append((start, end, value))
+        pos = end  # a complete object (results or not): nothing inside it can be a document
+    return found
+
+
+def _may_start_object(text: str, start: int) -> bool:
+    """Cheap pre-check: a JSON object's "{" is followed by a key or by "}"."""
+    after = text[start + 1 : start + 65].lstrip()
+    return not after or after[0] in '"}'
+
+
+def _is_results(value: dict[str, Any]) -> bool:
+    return isinstance(value.get("jobs"), list) or isinstance(value.get("client_stats"), list)
+
+
+def _no_document_message(text: str) -> str:
+    start = text.find("{")
+    if start < 0:
+        return f"fio output contains no JSON document: {_excerpt(text, tail=True)}"
+    try:
+        json.JSONDecoder(strict=False).raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return (
+            f"fio JSON output is truncated or malformed ({exc.msg} at line {exc.lineno}); "
+            f"it ends with: {_excerpt(text, tail=True)}"
+        )
+    except RecursionError:
+        return "fio JSON output is nested too deeply to read"
+    return f"fio output has no fio results document (no 'jobs'): {_excerpt(text[start:])}"
+
+
+def _excerpt(text: str, tail: bool = False) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > _EXCERPT_CHARS:
+        flat = "..." + flat[-_EXCERPT_CHARS:] if tail else flat[:_EXCERPT_CHARS] + "..."
+    return repr(flat)
+
+
+def _output_from_doc(doc: dict[str, Any], preamble: str, trailer: str) -> FioOutput:
+    version = str(doc.get("fio version", ""))
+    vtuple = _version_tuple(version)
+    client_server = not isinstance(doc.get("jobs"), list)
+    entries = doc["client_stats"] if client_server else doc["jobs"]
+    jobs: list[JobStats] = []
+    aggregate: JobStats | None = None
+    for index, entry in enumerate(entries):
+        job = _job_from_entry(entry, index, vtuple)
+        if client_server and job.name == ALL_CLIENTS:
+            aggregate = job
+        else:
+            jobs.append(job)
+    return FioOutput(
+        fio_version=version,
+        jobs=jobs,
+        timestamp=_opt_int(doc, "timestamp", "document"),
+        timestamp_ms=_opt_int(doc, "timestamp_ms", "document"),
+        global_options=_options(doc.get("global options")),
+        aggregate=aggregate,
+        client_server=client_server,
+        preamble=preamble,
+        disk_util=_disk_util(doc.get("disk_util")),
+        trailer=trailer,
+    )
+
+
+def _version_tuple(version: str) -> tuple[int, int] | None:
+    """``"fio-2.9-3-gf1c4"`` -> (2, 9); None if unrecognisable."""
+    core = version.removeprefix("fio-").split("-", 1)[0]
+    parts = core.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def _job_from_entry(entry: object, index: int, vtuple: tuple[int, int] | None) -> JobStats:
+    if not isinstance(entry, dict):
+        raise FioParseError(f"fio JSON job entry #{index} is not an object")
+    name = str(entry.get("jobname", f"#{index}"))
+    where = f"job {name!r}"
+    hostname = entry.get("hostname")
+    dirs = {
+        d: _dir_from_obj(entry.get(d), vtuple, f"{where} {d}")
+        for d in ("read", "write", "trim", "mixed")
+    }
+    return JobStats(
+        name=name,
+        groupid=_int(entry, "groupid", where),
+        error=_int(entry, "error", where),
+        read=dirs["read"],
+        write=dirs["write"],
+        trim=dirs["trim"],
+        mixed=dirs["mixed"],
+        job_runtime_ms=_opt_float(entry, "job_runtime", where),
+        elapsed_s=_opt_float(entry, "elapsed", where),
+        hostname=None if hostname is None else str(hostname),
+        port=_opt_int(entry, "port", where),
+        options=_options(entry.get("job options")),
+        job_start_ms=_opt_int(entry, "job_start", where),
+        raw=entry,
+    )
+
+
+def _dir_from_obj(obj: object, vtuple: tuple[int, int] | None, where: str) -> DirStats:
+    if obj is None:
+        return DirStats()
+    if not isinstance(obj, dict):
+        raise FioParseError(f"fio JSON {where} is not an object")
+    io_bytes = _int(obj, "io_bytes", where)
+    if _io_bytes_in_kib(obj, vtuple):
+        io_bytes *= 1024
+    runtime_ms = _float(obj, "runtime", where)
+    total_ios = _opt_int(obj, "total_ios", where)
+    did_io = io_bytes > 0 or (total_ios or 0) > 0
+    clat_obj, clat_scale = _lat_object(obj, "clat", where)
+    lat_obj, lat_scale = _lat_object(obj, "lat", where)
+    slat_obj, slat_scale = _lat_object(obj, "slat", where)
+    return DirStats(
+        io_bytes=io_bytes,
+        total_ios=total_ios,
+        iops=_float(obj, "iops", where),
+        bw_bytes=_bw_bytes(obj, io_bytes, runtime_ms, where),
+        runtime_ms=runtime_ms,
+        lat=_lat_stats(lat_obj, lat_scale, where),
+        clat=_lat_stats(clat_obj, clat_scale, where),
+        slat=_lat_stats(slat_obj, slat_scale, where),
+        percentiles=_percentiles(clat_obj, clat_scale, did_io, where),
+        bins=_bins(clat_obj, clat_scale, where),
+        lat_percentiles=_percentiles(lat_obj, lat_scale, did_io, where),
+        lat_bins=_bins(lat_obj, lat_scale, where),
+    )
+
+
+def _io_bytes_in_kib(obj: Mapping[str, Any], vtuple: tuple[int, int] | None) -> bool:
+    """fio before 2.99 printed KiB under "io_bytes"; the key names tell the era apart."""
+    if any(k in obj for k in _NS_STYLE_KEYS):
+        return False
+    if any(k in obj for k in _US_STYLE_KEYS):
+        return True
+    return vtuple is not None and vtuple < (2, 99)
+
+
+def _bw_bytes(obj: Mapping[str, Any], io_bytes: int, runtime_ms: float, where: str) -> float:
+    if "bw_bytes" in obj:
+        return _float(obj, "bw_bytes", where)
+    if io_bytes > 0 and runtime_ms > 0:
+        return io_bytes * 1000.0 / runtime_ms  # what fio 3.x computes for bw_bytes
+    return _float(obj, "bw", where) * 1024.0  # "bw" is KiB/s in every version
+
+
+def _lat_object(obj: Mapping[str, Any], kind: str, where: str) -> tuple[dict[str, Any], int]:
+    """The latency object ``kind`` ("clat"...) and the factor that turns it into ns."""
+    for key, scale in ((f"{kind}_ns", 1), (kind, _NS_PER_US)):
+        value = obj.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise FioParseError(f"fio JSON {where}.{key} is not an object")
+        return value, scale
+    return {}, 1
+
+
+def _lat_stats(obj: Mapping[str, Any], scale: int, where: str) -> LatStats:
+    if not obj:
+        return LatStats()
+    return LatStats(
+        mean=_float(obj, "mean", where) * scale,
+        min=_float(obj, "min", where) * scale,
+        max=_float(obj, "max", where) * scale,
+        stddev=_float(obj, "stddev", where) * scale,
+        samples=_opt_int(obj, "N", where),
+    )
+
+
+def _percentiles(
+    obj: Mapping[str, Any], scale: int, did_io: bool, where: str
+) -> dict[float, float]:
+    """``{"99.990000": v}`` -> ``{99.99: v_ns}``; fio 2.x "0.00" fillers dropped.
+
+    A direction that did no I/O gets an empty dict: older fio prints all-zero lists there.
+    """
+    raw = obj.get("percentile")
+    if not did_io or not isinstance(raw, dict):
+        return {}
+    result: dict[float, float] = {}
+    for key, value in raw.items():
+        try:
+            pct = float(key)
+        except ValueError:
+            raise FioParseError(f"fio JSON {where}: bad percentile key {key!r}") from None
+        if pct <= 0.0:
+            continue  # "0.00": padding after the real list (fio up to 3.3)
+        result[pct] = _as_number(value, f"{where} percentile {key}") * scale
+    return dict(sorted(result.items()))
+
+
+def _bins(obj: Mapping[str, Any], scale: int, where: str) -> dict[int, int]:
+    raw = obj.get("bins")
+    if not isinstance(raw, dict):
+        return {}
+    if any(k in raw for k in _LEGACY_PLAT_KEYS):
+        return _bins_by_index(raw, scale, where)
+    result: dict[int, int] = {}
+    for key, count in raw.items():
+        n = int(_as_number(count, f"{where} bin {key}"))
+        if n > 0:
+            result[_bin_key(key, where) * scale] = n
+    return dict(sorted(result.items()))
+
+
+def _bins_by_index(raw: Mapping[str, Any], scale: int, where: str) -> dict[int, int]:
+    """fio 2.x json+: keys are bucket indices 0..PLAT_NR-1, plus the PLAT_* constants."""
+    bits = int(_as_number(raw.get("FIO_IO_U_PLAT_BITS", 6), f"{where} FIO_IO_U_PLAT_BITS"))
+    result: dict[int, int] = {}
+    for key, count in raw.items():
+        if key in _LEGACY_PLAT_KEYS:
+            continue
+        n = int(_as_number(count, f"{where} bin {key}"))
+        if n > 0:
+            value = bucket_value(_bin_key(key, where), bits) * scale
+            result[value] = result.get(value, 0) + n
+    return dict(sorted(result.items()))
+
+
+def _bin_key(key: str, where: str) -> int:
+    if not key.isdigit():
+        raise FioParseError(f"fio JSON {where}: bad histogram bin key {key!r}")
+    return int(key)
+
+
+def bucket_value(index: int, bits: int = 6) -> int:
+    """Latency represented by histogram bucket ``index`` (fio's ``plat_idx_to_val``).
+
+    fio's latency histogram keeps the first ``2 * 2**bits`` values exactly, one bucket
+    each.  After that, bucket ``index`` belongs to group ``g = index >> bits`` (g >= 2),
+    which covers ``[2**(g-1+bits), 2**(g+bits))`` in ``2**bits`` equal slices of width
+    ``2**(g-1)``; the reported value of a slice is its midpoint.  The unit is whatever
+    fio recorded in (microseconds before fio 2.99, nanoseconds after).
+    """
+    per_group = 1 << bits
+    if index < 2 * per_group:
+        return index
+    width_log2 = (index >> bits) - 1  # low-order bits discarded in this group
+    group_start = 1 << (width_log2 + bits)
+    slot = index & (per_group - 1)
+    return group_start + ((2 * slot + 1) << (width_log2 - 1))
+
+
+def _options(obj: object) -> dict[str, str]:
+    if not isinstance(obj, dict):
+        return {}
+    return {str(k): str(v) for k, v in obj.items()}
+
+
+def _disk_util(obj: object) -> list[dict[str, object]]:
+    if not isinstance(obj, list):
+        return []
+    return [dict(item) for item in obj if isinstance(item, dict)]
+
+
+# ---------------------------------------------------------------- typed field access
+
+
+def _as_number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FioParseError(f"fio JSON {what} is not a number: {value!r:.40}")
+    return float(value)
+
+
+def _float(obj: Mapping[str, Any], key: str, where: str) -> float:
+    return _as_number(obj.get(key, 0), f"{where}.{key}")
+
+
+def _int(obj: Mapping[str, Any], key: str, where: str) -> int:
+    return int(_float(obj, key, where))
+
+
+def _opt_float(obj: Mapping[str, Any], key: str, where: str) -> float | None:
+    return None if obj.get(key) is None else _float(obj, key, where)
+
+
+def _opt_int(obj: Mapping[str, Any], key: str, where: str) -> int | None:
+    return None if obj.get(key) is None else _int(obj, key, where)
+
+
+# ---------------------------------------------------------------------- check_jobs
+
+
+def check_jobs(output: FioOutput, expect_io: bool = True) -> None:
+    """Raise FioJobError if a job reported an error or (with expect_io) did no I/O."""
+    failed = [j for j in output.jobs if j.error != 0]
+    if failed:
+        job = failed[0]
+        msg = f"{_job_label(job)} failed with error {job.error} ({_strerror(job.error)})"
+        raise FioJobError(_with_context(msg, output, len(failed) - 1))
+    if not expect_io:
+        return
+    if not output.jobs:
+        raise FioJobError(_with_context("fio reported no jobs", output, 0))
+    idle = [j for j in output.jobs if not j.did_io]
+    if idle:
+        msg = f"{_job_label(idle[0])} did no I/O (0 bytes read, written or trimmed)"
+        raise FioJobError(_with_context(msg, output, len(idle) - 1))
+
+
+def _job_label(job: JobStats) -> str:
+    host = f" on {job.hostname}" if job.hostname else ""
+    return f"job {job.name!r}{host}"
+
+
+def _strerror(errno: int) -> str:
+    try:
+        return os.strerror(errno)
+    except (ValueError, OverflowError):
+        return "unknown error"
+
+
+def _with_context(msg: str, output: FioOutput, others: int) -> str:
+    if others > 0:
+        msg += f" (and {others} more job{'s' if others > 1 else ''})"
+    hint = _explaining_line(output.preamble)
+    return f"{msg}: {hint}" if hint else msg
+
+
+def _explaining_line(text: str) -> str:
+    """The last line fio printed that looks like a diagnostic, or ""."""
+    lines = text.replace("\r", "\n").split("\n")
+    for line in reversed(lines):
+        line = line.strip()
+        lowered = line.lower()
+        if line.startswith("Jobs:"):
+            continue  # a progress line
+        if "fio:" in lowered or "error" in lowered or "err=" in lowered:
+            return line[:200]
+    return ""
+
+
+# ------------------------------------------------------------------------- combine
+
+
+def combine(jobs: list[JobStats], name: str) -> JobStats:
+    """Merge several entries of one workload into one, as if reported together.
+
+    Intended for entries that ran at the same time: numjobs without group_reporting,
+    or the same job on several hosts in client/server mode.  Per direction:
+
+    * io_bytes, total_ios, iops and bw_bytes are summed; runtime_ms is the maximum;
+    * slat/clat/lat: mean weighted by sample count (``N``; else total_ios; else
+      io_bytes), minimum of minima, maximum of maxima, standard deviation pooled
+      about the merged mean (exactly as fio merges with group_reporting when the
+      weights are sample counts);
+    * bins are summed and percentiles recomputed from them.  Without bins, a single
+      contributing entry keeps its percentiles; with several, each percentile is the
+      MAXIMUM over the entries: a conservative upper bound, since a mixture's p-th
+      percentile never exceeds the largest p-th percentile of its parts.
+
+    Job level: error is the first non-zero one, job_runtime_ms is summed (as fio does
+    for merged jobs), elapsed_s is the maximum, options/hostname/port are kept where
+    all entries agree, job_start_ms is the earliest.
+    """
+    if not jobs:
+        raise ValueError("combine() needs at least one job")
+    first = jobs[0]
+    return JobStats(
+        name=name,
+        groupid=first.groupid,
+        error=next((j.error for j in jobs if j.error != 0), 0),
+        read=combine_dirs([j.read for j in jobs]),
+        write=combine_dirs([j.write for j in jobs]),
+        trim=combine_dirs([j.trim for j in jobs]),
+        mixed=combine_dirs([j.mixed for j in jobs]),
+        job_runtime_ms=_sum_opt(j.job_runtime_ms for j in jobs),
+        elapsed_s=_max_opt(j.elapsed_s for j in jobs),
+        hostname=_common(j.hostname for j in jobs),
+        port=_common(j.port for j in jobs),
+        options=_common_items([j.options for j in jobs]),
+        job_start_ms=_min_opt(j.job_start_ms for j in jobs),
+    )
+
+
+def combine_dirs(dirs: list[DirStats]) -> DirStats:
+    """Merge one direction of several concurrent entries (see :func:`combine`)."""
+    if not dirs:
+        return DirStats()
+    totals = [d.total_ios for d in dirs]
+    pcts, bins = _merge_distribution(dirs, lambda d: (d.percentiles, d.bins))
+    lat_pcts, lat_bins = _merge_distribution(dirs, lambda d: (d.lat_percentiles, d.lat_bins))
+    return DirStats(
+        io_bytes=sum(d.io_bytes for d in dirs),
+        total_ios=None if None in totals else sum(t or 0 for t in totals),
+        iops=sum(d.iops for d in dirs),
+        bw_bytes=sum(d.bw_bytes for d in dirs),
+        runtime_ms=max(d.runtime_ms for d in dirs),
+        lat=_merge_lat(dirs, lambda d: d.lat),
+        clat=_merge_lat(dirs, lambda d: d.clat),
+        slat=_merge_lat(dirs, lambda d: d.slat),
+        percentiles=pcts,
+        bins=bins,
+        lat_percentiles=lat_pcts,
+        lat_bins=lat_bins,
+    )
+
+
+def _merge_lat(dirs: list[DirStats], pick: Callable[[DirStats], LatStats]) -> LatStats:
+    lats = [pick(d) for d in dirs]
+    weights, counted = _lat_weights(dirs, lats)
+    samples = [s.samples for s in lats]
+    merged_samples = None if None in samples else sum(s or 0 for s in samples)
+    parts = [(w, s) for w, s in zip(weights, lats, strict=True) if w > 0]
+    if not parts:
+        return LatStats(samples=merged_samples)
+    total = sum(w for w, _ in parts)
+    mean = sum(w * s.mean for w, s in parts) / total
+    spread = sum(w * (s.mean - mean) ** 2 for w, s in parts)
+    if counted:  # unbiased (n - 1) form, as fio reports it
+        within = sum((w - 1) * s.stddev**2 for w, s in parts)
+        variance = (within + spread) / (total - 1) if total > 1 else 0.0
+    else:
+        variance = (sum(w * s.stddev**2 for w, s in parts) + spread) / total
+    return LatStats(
+        mean=mean,
+        min=min(s.min for _, s in parts),
+        max=max(s.max for _, s in parts),
+        stddev=math.sqrt(max(variance, 0.0)),
+        samples=merged_samples,
+    )
+
+
+def _lat_weights(dirs: list[DirStats], lats: list[LatStats]) -> tuple[list[float], bool]:
+    """Weights for merging latency summaries and whether they are sample counts."""
+    if all(s.samples is not None for s in lats):
+        return [float(s.samples or 0) for s in lats], True
+    if all(d.total_ios is not None for d in dirs):
+        return [float(d.total_ios or 0) for d in dirs], True
+    return [float(d.io_bytes) for d in dirs], False
+
+
+def _merge_distribution(
+    dirs: list[DirStats],
+    pick: Callable[[DirStats], tuple[dict[float, float], dict[int, int]]],
+) -> tuple[dict[float, float], dict[int, int]]:
+    """Merged (percentiles, bins) of the entries that did I/O in this direction."""
+    active = [pick(d) for d in dirs if d.did_io]
+    if not active:
+        return {}, {}
+    if all(bins for _, bins in active):
+        merged = _sum_bins(bins for _, bins in active)
+        wanted = sorted({p for pcts, _ in active for p in pcts}) or list(DEFAULT_PERCENTILES)
+        return {p: percentile_from_bins(merged, p) for p in wanted}, merged
+    if len(active) == 1:
+        return dict(active[0][0]), {}
+    common = set.intersection(*(set(pcts) for pcts, _ in active))
+    return {p: max(pcts[p] for pcts, _ in active) for p in sorted(common)}, {}
+
+
+def _sum_bins(all_bins: Iterable[dict[int, int]]) -> dict[int, int]:
+    merged: dict[int, int] = {}
+    for bins in all_bins:
+        for value, count in bins.items():
+            merged[value] = merged.get(value, 0) + count
+    return dict(sorted(merged.items()))
+
+
+def percentile_from_bins(bins: Mapping[int, int], pct: float) -> float:
+    """The ``pct``-th percentile (0 < pct <= 100) of a json+ histogram, in its unit.
+
+    Same definition as fio: walking the buckets from the lowest latency up, the value
+    of the first bucket at which the running count reaches ``pct`` % of all samples,
+    i.e. the smallest bucket value with at least ``pct`` % of the samples at or below
+    it.  The comparison is done exactly (fio uses extended precision for it).
+    """
+    if not 0.0 <= pct <= 100.0:
+        raise ValueError(f"percentile must be within 0..100, got {pct}")
+    total = sum(c for c in bins.values() if c > 0)
+    if total == 0:
+        raise ValueError("cannot take a percentile of an empty histogram")
+    threshold = Fraction(pct) / 100 * total
+    running = 0
+    for value in sorted(v for v, c in bins.items() if c > 0):
+        running += bins[value]
+        if running >= threshold:
+            return float(value)
+    return float(max(bins))  # not reached: the running count ends at total >= threshold
+
+
+def _sum_opt(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _max_opt(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _min_opt(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _common(values: Iterable[_T | None]) -> _T | None:
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _common_items(dicts: list[dict[str, str]]) -> dict[str, str]:
+    first = dicts[0]
+    return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}

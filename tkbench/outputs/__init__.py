@@ -1,0 +1,1 @@
+"""outputs: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""rundir: see docs/architecture.md."""

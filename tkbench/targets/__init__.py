@@ -1,0 +1,1 @@
+"""targets: see docs/architecture.md."""
