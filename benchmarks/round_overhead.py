@@ -106,7 +106,8 @@ from tkbench.plan import build as planmod
 from tkbench.plan.build import Point
 from tkbench.rundir.records import Round
 from tkbench.rundir.store import RunStore, load_run
-from tkbench.targets.target import Target, open_target
+from tkbench.targets import open_target
+from tkbench.targets.base import Target
 
 TEST = "iops"  # the quick profile's test whose points are measured
 SECTION = re.compile(r"^\[(p\d{3})_[^\]]*\]$", re.MULTILINE)

@@ -33,7 +33,7 @@ from tkbench.errors import DeviceError, Interrupted, RunDirError
 from tkbench.fio import jobfile
 from tkbench.plan import build as planmod
 from tkbench.rundir.store import RunData, RunStore, load_run
-from tkbench.targets.target import open_target
+from tkbench.targets import open_target
 
 MiB = 1024 * 1024
 ONLY_IOPS = ["tests.throughput.enabled=false", "tests.latency.enabled=false"]

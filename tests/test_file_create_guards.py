@@ -15,7 +15,8 @@ import pytest
 from tests.test_workdir_guards import NOBODY, needs_root, shared, tree_state
 from tkbench import cli
 from tkbench.errors import InputError
-from tkbench.targets.target import FileTarget, open_target
+from tkbench.targets import open_target
+from tkbench.targets.file import FileTarget
 
 __all__ = ["shared"]  # a sticky world-writable directory, a fixture
 

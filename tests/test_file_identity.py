@@ -1,5 +1,5 @@
 """Regular files and NBD exports as drives of their own in the history and the
-dashboard (tkbench.targets.target's identities; docs/automation.md, "History").
+dashboard (tkbench.targets's identities; docs/automation.md, "History").
 
 A file's serial is its resolved path on its filesystem's UUID, the same night after
 night; an NBD export's is its name and socket.  A history written before (version 4
@@ -23,8 +23,8 @@ from tests._postgres import Server
 from tkbench import cli, history
 from tkbench.dashboard.model import build
 from tkbench.history import schema
+from tkbench.targets import open_target
 from tkbench.targets.nbd import parse_uri
-from tkbench.targets.target import open_target
 
 RUNDIRS = Path(__file__).resolve().parent / "data" / "rundirs"
 

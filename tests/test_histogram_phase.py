@@ -22,10 +22,10 @@ from tkbench.engine import clock as engine_clock
 from tkbench.errors import Interrupted
 from tkbench.fio.output import percentile_from_bins
 from tkbench.plan import build as planmod
-from tkbench.plan.build import TargetInfo
 from tkbench.rundir import store
 from tkbench.rundir.records import Direction, PointResult, ResponseHistogram, TestPlan
 from tkbench.rundir.store import load_run
+from tkbench.targets.base import TargetInfo
 
 GIB = 1024**3
 ONLY_LATENCY = ["tests.iops.enabled=false", "tests.throughput.enabled=false"]

@@ -16,7 +16,7 @@ import pytest
 from tests._helpers import TWO_IOPS_ROUNDS, sets
 from tkbench import cli
 from tkbench.rundir.store import load_run
-from tkbench.targets import target as targetmod
+from tkbench.targets import file as targetmod
 
 pytestmark = pytest.mark.fio
 
@@ -39,7 +39,7 @@ def _run(tmp: Path, *extra: str) -> int:
 
 
 class _SignalAtFirstSync:
-    """``os`` as tkbench.targets.target sees it, whose first ``fsync`` -- the purge's first
+    """``os`` as tkbench.targets sees it, whose first ``fsync`` -- the purge's first
     step done -- comes with a SIGTERM to this process (the handler tkbench's CLI
     installs raises there, as it would for systemd's stop)."""
 

@@ -256,7 +256,7 @@ def test_a_filesystem_made_while_the_run_ends_gets_no_mark(
 ) -> None:
     """Another process makes a filesystem on the target after the run's last write and
     before its mark: the run keeps no mark (it says why), and the next run is refused."""
-    from tkbench.targets.target import FileTarget
+    from tkbench.targets.file import FileTarget
 
     real = FileTarget.keep_mark
 

@@ -20,7 +20,8 @@ from fakes.helpers import LoopDevices, sha256_of
 from tests._helpers import STAGED_OFF
 from tkbench import cli
 from tkbench.errors import InputError
-from tkbench.targets.target import _resize, open_target
+from tkbench.targets import open_target
+from tkbench.targets.file import _resize
 
 RUN = ["run", "--no-report", "--no-history"]
 

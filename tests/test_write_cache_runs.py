@@ -38,7 +38,9 @@ from tkbench.plan import build as planmod
 from tkbench.report import header
 from tkbench.rundir import writecache as cacherecord
 from tkbench.rundir.store import RunStore, load_run
-from tkbench.targets.target import BlockTarget, Target, open_target
+from tkbench.targets import open_target
+from tkbench.targets.base import Target
+from tkbench.targets.block import BlockTarget
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -8,6 +8,8 @@ paths without importing job-file rendering (and the plan behind it).
 
 from __future__ import annotations
 
+import re
+
 from tkbench.errors import InputError
 
 UNSAFE = ("\n", "\r", ";", "#", "$")
@@ -22,3 +24,15 @@ def check_value(value: str, what: str) -> None:
             f"{what} {value!r} contains {shown}, which fio's job files do not carry "
             "literally; use a path without it"
         )
+
+
+def escape(value: str) -> str:
+    """A job-file value as fio will read it; our own "$$" (the shell's pid in
+    exec_postrun) passes, fio expands only ${VAR} and $keyword."""
+    check_value(re.sub(r"\$\$(?![{A-Za-z])", "", value), "job file value")
+    return value
+
+
+def filename_value(path: str) -> str:
+    """fio splits ``filename`` on ':'; escape it."""
+    return escape(path).replace(":", "\\:")

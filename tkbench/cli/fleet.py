@@ -205,7 +205,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _match_confirms(specs: list[str], confirms: list[str]) -> dict[str, str]:
     """``--confirm`` IDs of a resumed fleet, each to the block device it names."""
-    from tkbench.targets.target import open_target
+    from tkbench.targets import open_target
 
     ids: dict[str, str] = {}
     for spec in specs:

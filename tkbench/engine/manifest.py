@@ -19,7 +19,7 @@ from tkbench.engine import clock
 from tkbench.errors import RunDirError
 from tkbench.plan.build import Plan
 from tkbench.rundir.records import Host, Manifest, ProfileRef, Purge, TargetRecord
-from tkbench.targets.target import Target
+from tkbench.targets.base import Target
 
 
 def host_info() -> Host:

@@ -25,7 +25,7 @@ from tkbench.fio.results import LiveFigures, counter_figures, point_at
 from tkbench.fio.runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun
 from tkbench.plan.build import PlannedTest, Point
 from tkbench.rundir.records import Failure, Round, Series
-from tkbench.targets.target import Target
+from tkbench.targets.base import Target
 
 FIO_STARTUP = 0.5  # seconds from starting fio to the first point's I/O, about
 # How long before a round is expected to end the next round's fio is started and held

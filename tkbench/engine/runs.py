@@ -28,7 +28,9 @@ from tkbench.plan import build as planmod
 from tkbench.rundir.records import Checks, Manifest, TargetRecord
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunStore, load_run
-from tkbench.targets.target import Target, check_direct_io, open_target
+from tkbench.targets import open_target
+from tkbench.targets.base import Target
+from tkbench.targets.file import check_direct_io
 from tkbench.units import timestamp
 
 

@@ -51,7 +51,7 @@ from tkbench.plan.build import Plan, PlannedTest
 from tkbench.rundir.records import Manifest, Resume, Round, TargetState
 from tkbench.rundir.store import RunStore, TestData
 from tkbench.rundir.writecache import RunRecordSink
-from tkbench.targets.target import Target
+from tkbench.targets.base import Target
 
 
 class Engine:

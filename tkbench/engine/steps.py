@@ -34,7 +34,7 @@ from tkbench.plan.build import Plan, PlannedTest
 from tkbench.rundir.records import Failure, Precondition, Round, Series, TestPlan
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunStore
-from tkbench.targets.target import Target
+from tkbench.targets.base import Target
 
 
 class Steps:

@@ -21,7 +21,7 @@ from tkbench.device.owndata import identify_node
 from tkbench.errors import SafetyError
 from tkbench.rundir.records import TargetRecord
 from tkbench.rundir.store import RunStore
-from tkbench.targets.target import Target
+from tkbench.targets.base import Target
 
 
 def prove_node(stored: TargetRecord, target: Target) -> list[str]:

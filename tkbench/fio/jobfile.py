@@ -24,22 +24,11 @@ from pathlib import Path
 
 from tkbench import cache
 from tkbench.fio import logs as fiologs
-from tkbench.fiovalue import check_value
+from tkbench.fiovalue import escape as _escape
+from tkbench.fiovalue import filename_value
 from tkbench.plan.model import PlannedTest, Point, Precondition
 from tkbench.rundir.records import Round
 from tkbench.units import fio_duration
-
-
-def engine_for(kind: str, ioengine: str = "auto") -> str:
-    """The fio ioengine used on a target of ``kind`` ("file", "block", "nbd") when the
-    profile asks for ``ioengine``: an NBD target always goes through fio's nbd engine,
-    and "auto" means libaio on files and block devices."""
-    if kind == "nbd":
-        return "nbd"
-    if ioengine == "auto":
-        return "libaio" if kind in ("file", "block") else "auto"
-    return ioengine
-
 
 # bytes of each random-then-zeros region of compressible data (fio buffer_compress_chunk)
 COMPRESS_CHUNK = 512
@@ -121,18 +110,6 @@ class Follow:
     directory: str  # the previous round's hand-off directory
     last: Point  # the previous round's last point
     shift: float  # seconds from this round's fio start to the previous round's expected end
-
-
-def _escape(value: str) -> str:
-    """A job-file value as fio will read it; our own "$$" (the shell's pid in
-    exec_postrun) passes, fio expands only ${VAR} and $keyword."""
-    check_value(re.sub(r"\$\$(?![{A-Za-z])", "", value), "job file value")
-    return value
-
-
-def filename_value(path: str) -> str:
-    """fio splits ``filename`` on ':'; escape it."""
-    return _escape(path).replace(":", "\\:")
 
 
 def _section(name: str, options: Mapping[str, object]) -> list[str]:

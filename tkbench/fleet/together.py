@@ -93,7 +93,7 @@ def _file_reach(
 def reach(spec: str, sys_root: Path = Path("/sys")) -> _Reach:
     """What the target ``spec`` reads and writes, however it is named (a link, a hard
     link, a bind mount, a loop device, a partition)."""
-    from tkbench.targets.target import is_nbd
+    from tkbench.targets.nbdtarget import is_nbd
 
     if is_nbd(spec):
         return {("nbd", spec): (True, "")}
@@ -154,7 +154,7 @@ def _check_space(specs: Sequence[str], size: int | None) -> None:
     """The fleet's file targets on one filesystem must fit its free space together (each
     run checks only its own): a new file's ``--size``, an existing file's blocks not
     yet allocated."""
-    from tkbench.targets.volume import _mount
+    from tkbench.targets.mounts import mount_of as _mount
 
     need: dict[int, list[tuple[str, int]]] = {}
     where: dict[int, str] = {}
@@ -211,7 +211,7 @@ def check_together(specs: Sequence[str], size: int | None, *, space: bool = True
 def sized(spec: str) -> bool:
     """--size applies to the regular-file targets of a fleet (block devices and NBD
     exports have their own size)."""
-    from tkbench.targets.target import is_nbd
+    from tkbench.targets.nbdtarget import is_nbd
 
     if is_nbd(spec):
         return False

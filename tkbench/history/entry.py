@@ -63,7 +63,7 @@ OPTIONAL = ("rig", "run_id", "repeats", "volume")  # columns an entry may lack (
 def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | None:
     """The serial to file a run under whose target reported none (``unknown``): a
     run on a regular file or an NBD export made before their identities had serials
-    (tkbench.targets.target).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
+    (tkbench.targets).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
     ``path``), or only ``spec`` when the manifest cannot be read.  An NBD export's is
     the same as today's (name and socket, from the URI); a file's is its path on the
     run's host, since its filesystem's UUID was not recorded.  None: nothing to

@@ -12,13 +12,7 @@ from typing import Any
 from tkbench.analysis.stoprules import kind_named
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
-from tkbench.plan.model import (
-    PlannedTest,
-    Point,
-    bssplit_text,
-    workload_independent,
-    zones_text,
-)
+from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
 from tkbench.profile.model import COMPOSITE, Mix, TestSpec, Tracking
 from tkbench.profile.schema import WSAT_WORKLOADS
 from tkbench.rundir.records import TestPlan

@@ -13,12 +13,12 @@ from tkbench.plan.model import (
     PlannedTest,
     Point,
     Precondition,
-    TargetInfo,
     precondition_bytes,
     workload_independent,
 )
 from tkbench.profile import Acceptance, Profile, size_label
 from tkbench.rundir.records.base import dump
+from tkbench.targets.base import TargetInfo
 from tkbench.units import format_duration, format_size, human_bytes
 
 # planning helpers that lived here, kept importable from tkbench.plan.build

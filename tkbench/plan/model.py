@@ -341,15 +341,3 @@ def bssplit_text(shares: Sequence[Share], sector: int) -> tuple[str, list[str]]:
 def zones_text(zones: Sequence[Share]) -> str:
     """fio's ``random_distribution`` for LBA zones (access % / range %)."""
     return "zoned:" + ":".join(f"{z.pct:g}/{z.value:g}" for z in zones)
-
-
-@dataclass(frozen=True)
-class TargetInfo:
-    """What planning needs to know of a target (no I/O)."""
-
-    spec: str
-    kind: str  # file | block | nbd | volume
-    capacity: int  # user capacity in bytes (a volume: its filesystem's size)
-    logical_sector: int = 512
-    free: int = 0  # a volume: bytes its test files may use (free space, its own files counted)
-    direct_io: bool = True  # a volume: its filesystem takes O_DIRECT

@@ -19,7 +19,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import secrets
 import socket
 import stat
@@ -32,8 +31,10 @@ from typing import Any, ClassVar
 from tkbench.device.purge import PurgeRecord
 from tkbench.device.safety import Guarded
 from tkbench.errors import DeviceError, InputError, SafetyError
-from tkbench.plan.build import TargetInfo
-from tkbench.targets.target import Target
+from tkbench.fiovalue import filename_value
+from tkbench.rundir.store import check_manifest
+from tkbench.targets.base import Target, TargetInfo
+from tkbench.targets.mounts import mount_of, mount_points, volume_serial
 from tkbench.units import human_bytes
 
 PREFIX = "tkbench-"
@@ -119,22 +120,6 @@ def find_workdirs(directory: Path) -> list[Workdir]:
             continue
         found.append(wd)
     return found
-
-
-def mount_points() -> set[str]:
-    """Every mount point this process sees (/proc/self/mountinfo, octal escapes decoded):
-    a bind mount of a directory of the same filesystem has the same st_dev, so only
-    this list tells it."""
-    out = set()
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
-            for line in fh:
-                f = line.split()
-                if len(f) > 4:
-                    out.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), f[4]))
-    except OSError:
-        pass
-    return out
 
 
 @dataclass(frozen=True)
@@ -243,53 +228,6 @@ def unproven(wd: Workdir, run_id: str | None = None, run_dir: str | None = None)
     return None
 
 
-def _mount(st_dev: int) -> dict[str, str]:
-    """The mount point, filesystem type and source of a device number."""
-    want = f"{os.major(st_dev)}:{os.minor(st_dev)}"
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as fh:
-            for line in fh:
-                left, _, right = line.partition(" - ")
-                f = left.split()
-                if len(f) > 4 and f[2] == want:
-                    r = right.split()
-                    return {
-                        "mount_point": f[4].replace("\\040", " "),
-                        "filesystem": r[0] if r else "unknown",
-                        "source": r[1] if len(r) > 1 else "unknown",
-                    }
-    except OSError:
-        pass
-    return {"mount_point": "unknown", "filesystem": "unknown", "source": "unknown"}
-
-
-def volume_serial(mount: dict[str, str]) -> str:
-    """What tells this filesystem from another of its kind, as a drive's serial does
-    (the history's runs of "the same drive", the dashboard's lines): its UUID when
-    its device has one, else its source and mount point."""
-    source = mount.get("source", "unknown")
-    if source.startswith("/dev/"):
-        from tkbench.device._common import try_run
-
-        # udev's record first (any user may read it), then the superblock itself
-        for argv in (
-            ["findmnt", "-n", "-o", "UUID", "--source", source],
-            ["blkid", "-p", "-o", "value", "-s", "UUID", source],
-        ):
-            done, _ = try_run(argv, 10.0)
-            text = done.stdout.strip() if done is not None and done.returncode == 0 else ""
-            uuid = text.splitlines()[0].strip() if text else ""
-            if uuid and len(uuid) <= 64 and uuid.isprintable():
-                return f"UUID={uuid}"
-    return f"{source} at {mount.get('mount_point', 'unknown')}"
-
-
-def filesystem_serial(st_dev: int) -> str:
-    """:func:`volume_serial` of the filesystem of a device number (``st_dev``): what
-    tells a file target's filesystem from another (tkbench.targets.target)."""
-    return volume_serial(_mount(st_dev))
-
-
 def probe_direct_io(directory: Path) -> bool | None:
     """Whether the filesystem takes O_DIRECT: an unnamed temporary file (O_TMPFILE,
     gone when closed, never visible in the directory) opened with O_DIRECT.  None when
@@ -336,8 +274,6 @@ class VolumeTarget(Target):
         return f"{self.spec} (volume, {fs}, {human_bytes(self.free)} free of {size})"
 
     def fio_options(self, ioengine: str = "auto") -> dict[str, object]:
-        from tkbench.fio.jobfile import filename_value
-
         where = self.workdir or Path(self.path) / f"{PREFIX}RUN"
         # fio names each job's file in it (JOB.N.0): one file per job
         return {
@@ -446,8 +382,6 @@ class VolumeTarget(Target):
 
 def _run_id(run_dir: Path) -> str | None:
     """The id in the run directory's manifest (None: none there)."""
-    from tkbench.rundir.store import check_manifest
-
     try:
         return check_manifest(run_dir).run_id
     except Exception:  # no manifest, or not one: the run has no id to match
@@ -570,7 +504,7 @@ def open_volume(spec: str, path: Path) -> VolumeTarget:
         fs = os.statvfs(resolved)
     except OSError as exc:
         raise InputError(f"target {spec}: {exc.strerror}") from None
-    mount = _mount(st.st_dev)
+    mount = mount_of(st.st_dev)
     capacity = fs.f_blocks * fs.f_frsize
     free = fs.f_bavail * fs.f_frsize
     # only a dead run's directory that would be removed counts (:meth:`workspace`)
