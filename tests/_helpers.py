@@ -47,7 +47,7 @@ FAST = [
 # The tests beyond the basic four switched off (they have their own tests)
 STAGED_OFF = [f"tests.{t}.enabled=false" for t in ("hir", "xsr", "cbw", "dirth")]
 
-# Their stages, as a run directory holds them (tkbench/procedures.py)
+# Their stages, as a run directory holds them (tkbench/kinds/staged/)
 STAGE_TESTS = [
     *(f"hir-{s}" for s in ("precondition", "recovery")),
     "xsr",

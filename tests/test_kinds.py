@@ -65,7 +65,7 @@ def test_one_type_claims_each_test_besides_the_basic() -> None:
         "tkbench.profile",
         "tkbench.profile.model",
         "tkbench.fio.jobfile",
-        "tkbench.analysis.volfigures",
+        "tkbench.kinds.figures",
         "tkbench.plan.build",
     ],
 )

@@ -150,7 +150,7 @@ def test_tests_selects_a_subset_and_refuses_an_unknown_name(
 
 @pytest.mark.parametrize("workload", ["oltp", "vod", "metadata", "composite"])
 def test_write_saturation_optional_workloads_are_no_departure(workload: str) -> None:
-    from tkbench.analysis.conformance import judge_plan
+    from tkbench.conformance import judge_plan
 
     pl = planmod.build(
         profile.load("pts-e", [f"tests.wsat.wsat_workload={workload}", *_ONLY_WSAT]),

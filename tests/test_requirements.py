@@ -26,10 +26,11 @@ import pytest
 
 from tests._helpers import STAGED_OFF, layout_text, sets, start_tkbench
 from tests.test_pts import cache_set, planned, stored_run
-from tkbench import cli, procedures, profile
-from tkbench.analysis import requirements as table
-from tkbench.analysis.conformance import judge_plan, judge_run
-from tkbench.analysis.pts import Judgement
+from tkbench import cli, profile
+from tkbench.conformance import judge_plan, judge_run
+from tkbench.conformance import requirements as table
+from tkbench.conformance.pts import Judgement
+from tkbench.kinds.staged import common as procedures
 from tkbench.plan import build as planmod
 from tkbench.report import analysis, build_report, header, options, render
 from tkbench.rundir import store

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST
-from tkbench.analysis.conformance import judge_run
+from tkbench.conformance import judge_run
 from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
 from tkbench.outputs.show import format_summary, run_summary

@@ -20,8 +20,8 @@ from fakes.helpers import FakeTools
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import Call, FakeFio
 from tkbench import cli, profile
-from tkbench.analysis.conformance import judge_plan, judge_run
 from tkbench.cli.commands import _warn_write_cache
+from tkbench.conformance import judge_plan, judge_run
 from tkbench.device import DeviceIdentity, WriteCacheError
 from tkbench.device.writecache import describe
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest, runs

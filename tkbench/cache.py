@@ -59,7 +59,7 @@ def states_of(points: Iterable[tuple[str, str]], direct: bool) -> list[str]:
     """The states a stored test's points ran with, in plan order, from their
     ``(cache, role)``; none for a test whose points all bypassed the page cache
     without stating one (direct I/O: the cache was not in play), and none for a copy
-    test, which handles the cache itself (tkbench.copyrun: its sources start cold)."""
+    test, which handles the cache itself (tkbench.kinds.copyrun: its sources start cold)."""
     pts = [(c, role) for c, role in points if role != "copy"]
     if not pts or (direct and not any(c or role == "sweep" for c, role in pts)):
         return []

@@ -9,7 +9,7 @@ for these rules.  A new stop rule is a new class here and its report section
 stages of a PTS test, ...) is a module of :mod:`tkbench.kinds`, whose stages choose
 among these rules.  Pure: plans and rounds are the stored records.
 
-This module was ``tkbench.analysis.kinds`` until the test types became the package
+This module was ``tkbench.analysis.stoprules`` until the test types became the package
 ``tkbench.kinds``; ``tkbench.analysis`` still exports ``KINDS``, ``TestKind``,
 ``kind_of`` and ``test_result``.
 """

@@ -43,7 +43,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from tkbench.analysis.conformance import judge_plan
+    from tkbench.conformance import judge_plan
     from tkbench.engine.runs import RunRequest, prepare
     from tkbench.fio import jobfile
 
@@ -315,7 +315,7 @@ def _prompt(text: str) -> str:
 
 def _progress(interactive: bool) -> Any:
     from tkbench.cli.ui import LogProgress, RichProgress
-    from tkbench.engine import NullProgress
+    from tkbench.engine.options import NullProgress
     from tkbench.fio.runner import STATUS_INTERVAL
     from tkbench.fleet.progress import STATUS_ENV
 

@@ -32,8 +32,8 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from tkbench.analysis import better_is_higher
-from tkbench.analysis.volfigures import unit_of
 from tkbench.history import Entry, baseline_of
+from tkbench.kinds.figures import unit_of
 from tkbench.outputs.checks import history_figure_runs, regression_checks, volume_regression_checks
 from tkbench.vocab import metric
 

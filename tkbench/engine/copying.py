@@ -1,4 +1,4 @@
-"""A copy test's rounds (tkbench.copyrun): copies in place of fio."""
+"""A copy test's rounds (tkbench.kinds.copyrun): copies in place of fio."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tkbench.rundir.records import Round
 
 
 def copy_rounds(steps: Steps, state: TestState) -> str:
-    """A copy test's runs (tkbench.copyrun) in place of fio's rounds: its file sets
+    """A copy test's runs (tkbench.kinds.copyrun) in place of fio's rounds: its file sets
     written (or found complete) first, then each round copies every set x data
     pattern once and is stored before the next begins; the test's kind says when
     to stop, as for any test.  Returns why it stopped."""

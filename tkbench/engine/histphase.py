@@ -16,7 +16,7 @@ from dataclasses import replace
 from tkbench.fio import jobfile
 from tkbench.fio.results import summarize_round
 from tkbench.fio.runner import FioRun
-from tkbench.plan.build import PlannedTest
+from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import ResponseHistogram, Round
 
 PHASE = "histogram"  # tests/<test>/histogram.json (+ .fio, .out)

@@ -15,7 +15,7 @@ from tkbench.engine.state import TestState
 from tkbench.engine.state import written as written_of
 from tkbench.engine.steps import Steps
 from tkbench.fio.results import tracking_values
-from tkbench.plan.build import PlannedTest
+from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Round
 
 

@@ -23,7 +23,7 @@ from tkbench.fio import logs as fiologs
 from tkbench.fio.handoff import markers_time
 from tkbench.fio.results import LiveFigures, counter_figures, point_at
 from tkbench.fio.runner import STATUS_INTERVAL, FioFailed, FioProcess, FioRun
-from tkbench.plan.build import PlannedTest, Point
+from tkbench.plan.model import PlannedTest, Point
 from tkbench.rundir.records import Failure, Round, Series
 from tkbench.targets.base import Target
 

@@ -292,7 +292,7 @@ def _check_remote(target: Target, runner: FioRunner) -> None:
 def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int = -1) -> None:
     """``drop_caches`` writes root's /proc/sys/vm/drop_caches -- a cold fio test's from
     the hand-off between points (tkbench.cache), a copy test's before every copy
-    (tkbench.copyrun): refused unless tkbench runs as root, and for a fio test
+    (tkbench.kinds.copyrun): refused unless tkbench runs as root, and for a fio test
     unless fio runs here (a copy test runs here whatever the fio servers)."""
     specs = [t.spec for t in plan.tests if t.spec.drop_caches]
     fio_spec = next((s for s in specs if s.kind != "copy"), None)

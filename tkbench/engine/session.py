@@ -47,7 +47,8 @@ from tkbench.engine.steps import Steps
 from tkbench.errors import DeviceError, Interrupted, TkbenchError
 from tkbench.fio.runner import FioRunner
 from tkbench.kinds.staged import common as procedures
-from tkbench.plan.build import Plan, PlannedTest
+from tkbench.plan.build import Plan
+from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Manifest, Resume, Round, TargetState
 from tkbench.rundir.store import RunStore, TestData
 from tkbench.rundir.writecache import RunRecordSink

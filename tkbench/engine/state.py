@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tkbench.analysis.stoprules import Standing
 from tkbench.engine import clock
-from tkbench.plan.build import PlannedTest
+from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Round
 
 

@@ -30,7 +30,8 @@ from tkbench.fio.results import (
     written_bytes,
 )
 from tkbench.fio.runner import FioFailed, FioRun, FioRunner
-from tkbench.plan.build import Plan, PlannedTest
+from tkbench.plan.build import Plan
+from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Failure, Precondition, Round, Series, TestPlan
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunStore

@@ -13,8 +13,8 @@ from typing import Any
 
 from tkbench.errors import FioJobError, FioParseError
 from tkbench.fio.output import DirStats, FioOutput, JobStats, combine, parse
-from tkbench.plan.build import Point
-from tkbench.profile import Tracking
+from tkbench.plan.model import Point
+from tkbench.profile.model import Tracking
 from tkbench.rundir.records import Direction, HostResult, PointResult
 from tkbench.rundir.records.base import dump
 from tkbench.vocab import MB, metric
@@ -139,7 +139,7 @@ def summarize_round(
 def find_point(summaries: Sequence[PointResult], bs: int, read_pct: int) -> PointResult:
     """The point a tracking variable of ``bs`` and ``read_pct`` reads: of several
     such points (repeated intervals, a demand-intensity grid) the one whose role is
-    "" (tkbench.procedures)."""
+    "" (tkbench.kinds.staged)."""
     for s in summaries:
         if s.bs == bs and s.read_pct == read_pct and not s.role:
             return s

@@ -12,8 +12,8 @@ from typing import Any
 from tkbench.analysis import headline
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.analysis.sweep import sweep_of
-from tkbench.analysis.volfigures import run_figures
 from tkbench.errors import InputError
+from tkbench.kinds.figures import run_figures
 from tkbench.rundir.records import Checks, Manifest
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunData
@@ -41,7 +41,7 @@ class Entry:
     # MiB/s (repeat_points); None for a run without fixed tests (and older histories)
     repeats: dict[str, dict[str, Any]] | None = None
     # per headline figure of a volume benchmark ("TEST NAME", e.g. "copy iso.random.mb_s",
-    # tkbench.analysis.volfigures): its value, unit, spread and runs; None for a run
+    # tkbench.kinds.figures): its value, unit, spread and runs; None for a run
     # without sweep, copy or virtual-file tests (and older histories)
     volume: dict[str, dict[str, Any]] | None = None
 

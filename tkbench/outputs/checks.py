@@ -17,8 +17,9 @@ from typing import Any
 from tkbench import analysis
 from tkbench.analysis import analyze_test
 from tkbench.analysis.repeat import point_repeatability, welch_noise
-from tkbench.analysis.volfigures import run_figures, unit_of, value_of
-from tkbench.profile import DEVIATION, Acceptance
+from tkbench.kinds.figures import run_figures, unit_of, value_of
+from tkbench.profile import DEVIATION
+from tkbench.profile.model import Acceptance
 from tkbench.rundir.records import CheckItem, Checks
 from tkbench.rundir.store import RunData, write_record
 from tkbench.units import format_size

@@ -26,8 +26,8 @@ from tkbench.analysis.repeat import (
     repeatability,
 )
 from tkbench.analysis.sweep import sweep_of
-from tkbench.analysis.volfigures import UNITS, test_figures
 from tkbench.analysis.window import window_points
+from tkbench.kinds.figures import UNITS, test_figures
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_size, human_bytes
@@ -167,7 +167,7 @@ class Difference:
 
 MIN_DELTA = 5.0  # %: smaller changes are not called better or worse
 
-# the metrics of volume figures' rows (tkbench.analysis.volfigures): higher is better
+# the metrics of volume figures' rows (tkbench.kinds.figures): higher is better
 FIGURE_METRICS = tuple(UNITS)
 
 # The odd drive out of a fleet: a value further from the median of all runs' values

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from tkbench.analysis import analyze_test
-from tkbench.analysis.volfigures import DEVIATION, UNITS, test_figures
 from tkbench.analysis.window import PointMean, point_mean
+from tkbench.kinds.figures import DEVIATION, UNITS, test_figures
 from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
 from tkbench.rundir.store import RunData, TestData
@@ -158,7 +158,7 @@ def _point_rows(point: Row, pm: PointMean) -> Iterator[Row]:
 
 
 def figure_rows(run: RunData, test: TestData) -> list[Row]:
-    """A volume benchmark's headline figures (tkbench.analysis.volfigures): per figure
+    """A volume benchmark's headline figures (tkbench.kinds.figures): per figure
     its mean over the test's runs (metric ``bw``, MB/s, or ``nodes_s``) and, with two
     runs or more, their mean absolute deviation (``mean_abs_dev_pct``, % of the mean).
     ``point`` is the figure's name without its unit (``iso.random``, ``best_write``,

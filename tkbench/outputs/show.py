@@ -7,12 +7,12 @@ from typing import Any
 
 from tkbench import kinds
 from tkbench.analysis import TestAnalysis, analyze_test
-from tkbench.analysis.conformance import judge_run
-from tkbench.analysis.pts import Judgement
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.analysis.stoprules import kind_named
 from tkbench.analysis.window import DIRECTIONS, DirMean
 from tkbench.cache import states_of
+from tkbench.conformance import judge_run
+from tkbench.conformance.pts import Judgement
 from tkbench.device.writecache import WriteCacheRecord
 from tkbench.device.writecache import describe as write_cache_text
 from tkbench.kinds.words import num as _num

@@ -16,10 +16,10 @@ from tkbench.plan.model import (
     precondition_bytes,
     workload_independent,
 )
-from tkbench.profile import Acceptance, Profile, size_label
+from tkbench.profile.model import Acceptance, Profile
 from tkbench.rundir.records.base import dump
 from tkbench.targets.base import TargetInfo
-from tkbench.units import format_duration, format_size, human_bytes
+from tkbench.units import format_duration, format_size, human_bytes, size_label
 
 # planning helpers that lived here, kept importable from tkbench.plan.build
 __all__ = ["HISTOGRAM_BS", "Point", "histogram_point", "precondition_bytes"]

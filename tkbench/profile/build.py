@@ -201,7 +201,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
             _check_figure(c, next((t for t in tests if t.name == c.test), None), err)
     name = data.get("name") or Path(source).stem
     # recorded even when inherited or left out, so that a stored run says which variant
-    # it claimed (runs stored before the key existed lack it: tkbench.analysis.pts)
+    # it claimed (runs stored before the key existed lack it: tkbench.conformance.pts)
     variant = data.get("pts_variant", "none")
     data = {**data, "pts_variant": variant}
     return Profile(

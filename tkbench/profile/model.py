@@ -207,7 +207,7 @@ class Criterion:
     ``iops iops 4k 0/100 >= 50000`` or ``latency p99.99 4k 100/0 <= 5``; the metric
     ``mean_abs_dev_pct`` is a repeated point's spread (``4k mean_abs_dev_pct 4k 0/100
     <= 3``).  Or ``TEST FIGURE OP VALUE``: a volume benchmark's headline figure
-    (tkbench.analysis.volfigures), e.g. ``sweep best_write_mb_s >= 500``, ``copy
+    (tkbench.kinds.figures), e.g. ``sweep best_write_mb_s >= 500``, ``copy
     iso.random.mb_s >= 200``, ``copy iso.random.mean_abs_dev_pct <= 3``.
 
     The value compared is the point's mean over the test's measurement window;
@@ -267,7 +267,7 @@ class Criterion:
         return cls(parts[0], parts[1], parse_size(parts[2]), Mix.parse(parts[3]), parts[4], value)
 
 
-# a volume benchmark's figure in a criterion (tkbench.analysis.volfigures: the same names)
+# a volume benchmark's figure in a criterion (tkbench.kinds.figures: the same names)
 DEVIATION = "mean_abs_dev_pct"
 FIGURE_UNITS = {"mb_s": "MB/s", "nodes_s": "nodes/s"}
 FIGURE_RE = re.compile(r"[a-z0-9][a-z0-9._-]*(mb_s|nodes_s|mean_abs_dev_pct)")

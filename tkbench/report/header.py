@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tkbench.analysis import kind_of
-from tkbench.analysis.conformance import judge_run
-from tkbench.analysis.pts import Judgement, stored_variant
 from tkbench.analysis.repeat import point_repeatability, until_standing
+from tkbench.conformance import judge_run
+from tkbench.conformance.pts import Judgement, stored_variant
 from tkbench.device.writecache import describe as write_cache_text
 from tkbench.plan.build import pattern_text
 from tkbench.report import devicefacts, fmt

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from tkbench.profile import Tracking
+from tkbench.profile.model import Tracking
 from tkbench.rundir.records import TestPlan
 
 

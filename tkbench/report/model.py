@@ -16,6 +16,7 @@ from tkbench.analysis.hosts import HostMean
 from tkbench.analysis.responses import ResponseTimes
 from tkbench.analysis.thermal import TestTemperature
 from tkbench.report.copy import CopyReport
+from tkbench.report.matrix import Matrix
 from tkbench.report.repeats import RecipeTable, RepeatPart
 from tkbench.report.sweep import SweepReport
 from tkbench.report.vfile import VfileReport
@@ -47,20 +48,6 @@ class Series:
     x: tuple[float, ...]
     y: tuple[float, ...]
     emphasis: bool = False  # a tracking variable: drawn stronger
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """A table of values by row (block size) and column (R/W mix or direction)."""
-
-    key: str  # stable identifier, e.g. "iops", "lat_mean"
-    caption: str
-    unit: str
-    row_title: str
-    col_title: str
-    rows: tuple[str, ...]
-    cols: tuple[str, ...]
-    values: tuple[tuple[float | None, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -241,7 +228,7 @@ class CheckRow:
 @dataclass(frozen=True)
 class PtsClaim:
     """The first page's statement of conformance to the SNIA PTS variant the profile
-    declares, with every departure (:mod:`tkbench.analysis.pts`)."""
+    declares, with every departure (:mod:`tkbench.conformance.pts`)."""
 
     variant: str | None  # "E", "C"; None: no PTS claim
     conforms: bool

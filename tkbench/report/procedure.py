@@ -82,7 +82,7 @@ def ioengine(plan: TestPlan) -> str:
 
 
 def block_sizes(plan: TestPlan) -> str:
-    """The plan's block sizes; a mix of sizes (bs 0, tkbench.procedures) as fio's bssplit."""
+    """The plan's block sizes; a mix of sizes (bs 0, tkbench.kinds.staged) as fio's bssplit."""
     out = []
     for bs in plan.block_sizes:
         if bs:
@@ -161,7 +161,7 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
 
 
 def copy_parameters(plan: TestPlan, stop: str) -> tuple[Row, ...]:
-    """A copy test's procedure table (tkbench.copyplan): its sets, data patterns, buffer
+    """A copy test's procedure table (tkbench.kinds.copy): its sets, data patterns, buffer
     and how each copy is timed."""
     sets = []
     for p in plan.points:

@@ -10,7 +10,7 @@ from tkbench.analysis.load import QUEUE_LOW, QueueShare, queue_shares
 from tkbench.analysis.segments import segment_of
 from tkbench.analysis.steady import Verdict
 from tkbench.analysis.window import find_point
-from tkbench.profile import Tracking
+from tkbench.profile.model import Tracking
 from tkbench.report.labels import mix_label, tracking_of
 from tkbench.report.model import Determination, RoundRow, Series
 from tkbench.rundir.records import Round, TestPlan

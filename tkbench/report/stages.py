@@ -1,6 +1,6 @@
 """The report's chapters of the stages of the tests beyond the basic four (pure).
 
-A test of several stages (:mod:`tkbench.procedures`: host idle recovery,
+A test of several stages (:mod:`tkbench.kinds.staged`: host idle recovery,
 cross-stimulus recovery, composite block size, demand intensity) is stored as one
 test directory per stage.  The preconditioning stages keep the generic
 steady-state chapter; the others have a chapter of their own, built here from the
@@ -38,7 +38,7 @@ from tkbench.analysis.window import merge_bins, samples_needed, window, window_r
 from tkbench.kinds.staged.common import TITLES
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label
-from tkbench.report.model import Matrix
+from tkbench.report.matrix import Matrix
 from tkbench.rundir.records import PlannedPoint, PointResult, Round, TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import format_size

@@ -332,7 +332,7 @@ class RunStore:
         self._save_round(test, record, {"fio": jobfile, "out": raw})
 
     def save_copy_round(self, test: str, record: Round, log: str) -> None:
-        """A copy test's round (tkbench.copyrun): no fio job or output, but the log of
+        """A copy test's round (tkbench.kinds.copyrun): no fio job or output, but the log of
         its copies (``NNNN.log``)."""
         self._save_round(test, record, {"log": log})
 

@@ -64,7 +64,7 @@ class PlannedPoint:
     numjobs: int = 1
     iodepth: int = 1
     runtime: float = 0.0  # seconds
-    # tests of several stages (tkbench.procedures); the defaults are left out of the file
+    # tests of several stages (tkbench.kinds.staged); the defaults are left out of the file
     # "": measured, and what a tracking variable reads; "interval": measured, one of a
     # point's repeated intervals; "grid": measured, a demand-intensity load that is not
     # tracked; "prewrite": writes that condition the drive, not measured; "sweep":
@@ -82,7 +82,7 @@ class PlannedPoint:
     direct: bool | None = field(default=None, metadata={"omit_none": True})
     fadvise: str = field(default="", metadata=OMIT)
     file: str = field(default="", metadata=OMIT)
-    # a copy test (tkbench.copyplan; role "copy": one file set x data pattern, read by
+    # a copy test (tkbench.kinds.copy; role "copy": one file set x data pattern, read by
     # tkbench.analysis.copy): the set's kind, the data pattern, its files and bytes
     copy_set: str = field(default="", metadata=OMIT)
     data: str = field(default="", metadata=OMIT)

@@ -111,7 +111,7 @@ class TestPlan(Record):
     histogram: bool = False
     notes: tuple[str, ...] = ()
     ioengine_used: str = ""  # the fio engine the test ran with ("auto" resolved)
-    # a stage of a test of several stages (tkbench.procedures; left out otherwise):
+    # a stage of a test of several stages (tkbench.kinds.staged; left out otherwise):
     # the procedure ("hir", "xsr", "cbw", "dirth") and the stage ("precondition", ...)
     procedure: str = field(default="", metadata=OMIT)
     stage: str = field(default="", metadata=OMIT)

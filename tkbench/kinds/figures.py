@@ -22,7 +22,7 @@ from tkbench import kinds
 from tkbench.analysis.figure import DEVIATION, UNITS, Figure, unit_of, value_of
 
 if TYPE_CHECKING:
-    from tkbench.profile import TestSpec
+    from tkbench.profile.model import TestSpec
     from tkbench.rundir.store import RunData, TestData
 
 __all__ = ["DEVIATION", "UNITS", "Figure", "figure_names", "run_figures", "test_figures"]

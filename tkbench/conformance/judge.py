@@ -2,8 +2,8 @@
 
 :mod:`.plan` and :mod:`.run` gather what only a plan or only a run can tell (the
 purge a target will get or got, the write cache, how each test ended) and call
-:func:`judge` with it; the table's rows (tkbench.analysis.requirements) are applied
-here alike to both.  An operator choice is stated (:class:`~tkbench.analysis.pts.Stated`),
+:func:`judge` with it; the table's rows (tkbench.conformance.requirements) are applied
+here alike to both.  An operator choice is stated (:class:`~tkbench.conformance.pts.Stated`),
 never counted; a limit a plan may break (``plan_only``) departs in a run only if it did.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from tkbench.analysis import requirements as table
-from tkbench.analysis.pts import (
+from tkbench.conformance import requirements as table
+from tkbench.conformance.pts import (
     BY_NAME,
     TESTS,
     VARIANTS,
@@ -24,8 +24,8 @@ from tkbench.analysis.pts import (
     TestRequirement,
     wsat_option,
 )
-from tkbench.analysis.ptsstages import STAGED
-from tkbench.analysis.requirements import basic
+from tkbench.conformance.ptsstages import STAGED
+from tkbench.conformance.requirements import basic
 from tkbench.rundir.records import TestPlan
 
 # the stages of the tests beyond the basic four that start with a purge

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tkbench.analysis.conformance.judge import (
+from tkbench.conformance.judge import (
     judge,
     purge_departure,
     skipped_notes,
     starts_alone,
 )
-from tkbench.analysis.conformance.plan import cache_departure, setting_words
-from tkbench.analysis.pts import (
+from tkbench.conformance.plan import cache_departure, setting_words
+from tkbench.conformance.pts import (
     BY_NAME,
     COMMON,
     VARIANTS,
@@ -32,12 +32,12 @@ from tkbench.analysis.pts import (
     Variant,
     stored_variant,
 )
-from tkbench.analysis.ptsstages import STAGED
-from tkbench.analysis.requirements.basic import wsat_rule
-from tkbench.analysis.requirements.words import times
+from tkbench.conformance.ptsstages import STAGED
+from tkbench.conformance.requirements.basic import wsat_rule
+from tkbench.conformance.requirements.words import times
 from tkbench.device.writecache import ABSENT, WriteCacheRecord
 from tkbench.errors import ProfileError
-from tkbench.profile import build
+from tkbench.profile.build import build
 from tkbench.rundir.records import Manifest, Resume, Round, TestPlan
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_duration, human_bytes

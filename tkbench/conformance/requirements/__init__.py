@@ -3,7 +3,7 @@
 One row per requirement, kept per test family and stage (``"iops"``,
 ``"hir/recovery"``, ...: :func:`rows_for`), each naming the planned parameters it
 governs, its source (the 2.0.2 text, an implementation of PTS 2.0, or the
-operator's choice) and how it is judged.  :mod:`tkbench.analysis.conformance`
+operator's choice) and how it is judged.  :mod:`tkbench.conformance`
 applies it to a plan and, separately, to what a run recorded.  Every planned
 parameter of every PTS test has a row or a :class:`NotJudged` entry
 (tests/test_requirements.py).
@@ -11,10 +11,10 @@ parameter of every PTS test has a row or a :class:`NotJudged` entry
 
 from __future__ import annotations
 
-from tkbench.analysis.pts import BY_NAME
-from tkbench.analysis.ptsstages import STAGED
-from tkbench.analysis.requirements import basic, common, staged
-from tkbench.analysis.requirements.base import (
+from tkbench.conformance.pts import BY_NAME
+from tkbench.conformance.ptsstages import STAGED
+from tkbench.conformance.requirements import basic, common, staged
+from tkbench.conformance.requirements.base import (
     CHOICE,
     IMPL,
     TEXT,

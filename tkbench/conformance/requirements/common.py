@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tkbench.analysis.requirements.base import (
+from tkbench.conformance.requirements.base import (
     IMPL,
     TEXT,
     Ctx,
@@ -19,7 +19,7 @@ from tkbench.analysis.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.analysis.requirements.words import pct
+from tkbench.conformance.requirements.words import pct
 
 COMMON_PATTERN = "random"
 WINDOW = 5
@@ -147,7 +147,7 @@ def steady_rows(iops: bool) -> tuple[Requirement, ...]:
 
 def extra_rows(iops: bool) -> tuple[Requirement, ...]:
     """The I/O engine, host-side options, and the purge (judged with the target or the
-    run's records: tkbench.analysis.conformance)."""
+    run's records: tkbench.conformance)."""
     text, _, _ = _sources(iops)
     return (
         Requirement(

@@ -2,19 +2,20 @@
 
 What only a plan can tell -- the purge the target will get, the write cache it can
 or cannot set, a limit that may stop a test early -- is gathered here; the table is
-applied by :func:`tkbench.analysis.conformance.judge.judge`.
+applied by :func:`tkbench.conformance.judge.judge`.
 """
 
 from __future__ import annotations
 
-from tkbench.analysis.conformance.judge import (
+from tkbench.conformance.judge import (
     judge,
     purge_departure,
     skipped_notes,
     starts_alone,
 )
-from tkbench.analysis.pts import VARIANTS, Departure, Judgement, Variant
-from tkbench.plan.build import Plan, PlannedTest
+from tkbench.conformance.pts import VARIANTS, Departure, Judgement, Variant
+from tkbench.plan.build import Plan
+from tkbench.plan.model import PlannedTest
 
 
 def judge_plan(plan: Plan, write_cache_absent: str | None = None) -> Judgement:

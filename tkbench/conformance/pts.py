@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tkbench.analysis.ptsstages import STAGED
+from tkbench.conformance.ptsstages import STAGED
 from tkbench.rundir.records import Manifest
 
 K = 1024

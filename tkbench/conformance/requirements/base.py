@@ -39,7 +39,7 @@ class Ctx:
     """What a row is judged with: one planned test (one stage) and its reference."""
 
     plan: TestPlan
-    variant: Any  # tkbench.analysis.pts.Variant
+    variant: Any  # tkbench.conformance.pts.Variant
     ref: Any  # TestRequirement (the basic four) or StagedRequirement (the rest)
     capacity: int = 0
     planned: bool = True  # judged from a plan (True) or from what a run recorded

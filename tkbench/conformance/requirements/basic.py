@@ -1,6 +1,6 @@
 """The rows of the four basic tests: IOPS, Throughput, Latency, Write Saturation (pure).
 
-The values are :data:`tkbench.analysis.pts.TESTS`; a row here says where each comes
+The values are :data:`tkbench.conformance.pts.TESTS`; a row here says where each comes
 from and how a planned test (one ``test.json``) is judged against it.  The rows that
 need every test of a PTS test at once (its block sizes and R/W mixes) are judged by
 :func:`group`.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tkbench.analysis.pts import COMMON, TestRequirement, Variant
-from tkbench.analysis.ptsstages import COMPOSITE, ZONES
-from tkbench.analysis.requirements import common
-from tkbench.analysis.requirements.base import (
+from tkbench.conformance.pts import COMMON, TestRequirement, Variant
+from tkbench.conformance.ptsstages import COMPOSITE, ZONES
+from tkbench.conformance.requirements import common
+from tkbench.conformance.requirements.base import (
     CHOICE,
     IMPL,
     LOAD,
@@ -24,7 +24,7 @@ from tkbench.analysis.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.analysis.requirements.words import (
+from tkbench.conformance.requirements.words import (
     load,
     loop_actual,
     loop_words,

@@ -6,7 +6,7 @@ Where each value comes from is in docs/methodology.md, "The tests beyond the bas
 four": the specification's text could not be read where tkbench was built, so
 the table follows the issue that asked for the tests and two PTS 2.0
 implementations.  Their rows (what is judged, from which source) are in
-tkbench.analysis.requirements.staged.
+tkbench.conformance.requirements.staged.
 """
 
 from __future__ import annotations

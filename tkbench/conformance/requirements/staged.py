@@ -3,7 +3,7 @@
 Host Idle Recovery (``hir/precondition``, ``hir/recovery``), Cross-Stimulus Recovery
 (``xsr/groups``), Composite Block Size Workload and DIRTH (``cbw/precondition``,
 ``cbw/intensity``, ``cbw/operating``; ``dirth/...`` alike).  The values are
-:data:`tkbench.analysis.ptsstages.STAGED`; none of them could be checked against the
+:data:`tkbench.conformance.ptsstages.STAGED`; none of them could be checked against the
 2.0.2 text (docs/methodology.md), so every fixed row is secondhand.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tkbench.analysis.pts import COMMON
-from tkbench.analysis.ptsstages import COMPOSITE, ZONES, StagedRequirement
-from tkbench.analysis.requirements import basic, common
-from tkbench.analysis.requirements.base import (
+from tkbench.conformance.pts import COMMON
+from tkbench.conformance.ptsstages import COMPOSITE, ZONES, StagedRequirement
+from tkbench.conformance.requirements import basic, common
+from tkbench.conformance.requirements.base import (
     CHOICE,
     IMPL,
     LOAD,
@@ -24,7 +24,7 @@ from tkbench.analysis.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.analysis.requirements.words import mixes, secs, short_load
+from tkbench.conformance.requirements.words import mixes, secs, short_load
 from tkbench.units import format_duration, format_size
 
 I_AD = basic.I_AD
@@ -462,7 +462,7 @@ def rows(procedure: str, stage: str) -> tuple[Requirement, ...]:
 
 NOT_JUDGED = (
     NotJudged("repeat", "a stage runs its points once"),
-    NotJudged("kind", "a stage's kind follows from its stage (tkbench.procedures)"),
+    NotJudged("kind", "a stage's kind follows from its stage (tkbench.kinds.staged)"),
     NotJudged("stop_written_multiple", "write saturation's limit; no stage has it"),
     NotJudged("max_duration", "write saturation's limit; no stage has it"),
     NotJudged("percentiles", "the statistics reported; more are no departure"),
