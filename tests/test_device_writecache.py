@@ -18,12 +18,11 @@ import pytest
 from fakes.helpers import FakeTools
 
 from tkbench.device import DeviceIdentity
+from tkbench.device.cacherecord import WriteCacheRecord, describe
 from tkbench.device.writecache import (
     WriteCacheError,
-    WriteCacheRecord,
     WriteCacheSession,
     check,
-    describe,
     plan_text,
     restore_warning,
 )

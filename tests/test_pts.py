@@ -24,7 +24,7 @@ from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, sets
 from tkbench import cli, profile
 from tkbench.conformance import judge_plan, judge_run
 from tkbench.conformance.pts import BY_NAME, TESTS, Departure, Judgement, stored_variant
-from tkbench.device.writecache import CacheSession, WriteCacheRecord
+from tkbench.device.cacherecord import CacheSession, WriteCacheRecord
 from tkbench.plan import build as planmod
 from tkbench.report import build_report, header
 from tkbench.report.model import PtsClaim

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tkbench import proc
+from tkbench.device.cacherecord import DISABLED, ENABLED, CacheSession
 from tkbench.device.identify import NvmeCaps, detect_interface
 from tkbench.device.sysfs import Sysfs
-from tkbench.device.writecache import DISABLED, ENABLED, CacheSession, _Ata, _Nvme, _Runner, _Scsi
+from tkbench.device.writecache import _Ata, _Nvme, _Runner, _Scsi
 
 DATA = Path(__file__).parent / "data" / "vm"
 

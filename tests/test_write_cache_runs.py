@@ -23,7 +23,7 @@ from tkbench import cli, profile
 from tkbench.cli.commands import _warn_write_cache
 from tkbench.conformance import judge_plan, judge_run
 from tkbench.device import DeviceIdentity, WriteCacheError
-from tkbench.device.writecache import describe
+from tkbench.device.cacherecord import describe
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest, runs
 from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import (

@@ -35,7 +35,7 @@ from tkbench.conformance.pts import (
 from tkbench.conformance.ptsstages import STAGED
 from tkbench.conformance.requirements.basic import wsat_rule
 from tkbench.conformance.requirements.words import times
-from tkbench.device.writecache import ABSENT, WriteCacheRecord
+from tkbench.device.cacherecord import ABSENT, WriteCacheRecord
 from tkbench.errors import ProfileError
 from tkbench.profile.build import build
 from tkbench.rundir.records import Manifest, Resume, Round, TestPlan

@@ -13,8 +13,8 @@ from tkbench.analysis.window import DIRECTIONS, DirMean
 from tkbench.cache import states_of
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement
-from tkbench.device.writecache import WriteCacheRecord
-from tkbench.device.writecache import describe as write_cache_text
+from tkbench.device.cacherecord import WriteCacheRecord
+from tkbench.device.cacherecord import describe as write_cache_text
 from tkbench.kinds.words import num as _num
 from tkbench.kinds.words import repeat_text as _repeat_text
 from tkbench.outputs.showparts import stage_parts, test_parts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tkbench.device.writecache import SETTINGS as WRITE_CACHE_SETTINGS
+from tkbench.device.cacherecord import SETTINGS as WRITE_CACHE_SETTINGS
 from tkbench.profile.convert import (
     DAY,
     Conv,

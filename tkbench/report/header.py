@@ -14,7 +14,7 @@ from tkbench.analysis import kind_of
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement, stored_variant
-from tkbench.device.writecache import describe as write_cache_text
+from tkbench.device.cacherecord import describe as write_cache_text
 from tkbench.plan.build import pattern_text
 from tkbench.report import devicefacts, fmt
 from tkbench.report.model import COMPLETE, PtsClaim, Row, TestReport

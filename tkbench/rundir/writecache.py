@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tkbench.device.writecache import WriteCacheRecord
+from tkbench.device.cacherecord import WriteCacheRecord
 from tkbench.errors import RunDirError
 from tkbench.rundir.store import RunStore, read_json, write_json
 
