@@ -112,10 +112,18 @@ def repeat_points(t: TestData) -> list[dict[str, Any]]:
     ]
 
 
+# The version of the ``show --json`` document (docs/automation.md, "The show --json
+# document"): raised when a key changes its meaning or goes; new keys may come
+# within a version.  1: the first versioned document (keys as before it had one).
+SHOW_SCHEMA = 1
+
+
 def run_summary(run: RunData) -> dict[str, Any]:
+    """The ``show --json`` document of a stored run."""
     m = run.manifest
     staged = {t.name: stage_parts(t, run.tests) for t in run.tests}
     return {
+        "schema": SHOW_SCHEMA,
         "run_dir": str(run.root),
         "status": m.status,
         "profile": m.profile.name,
