@@ -54,7 +54,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_SIZE = 64 * 1024 * 1024
-BOOT_TIMEOUT = 300.0  # boot plus the agent's imports: ~60 s here, 2 shared cores
+BOOT_TIMEOUT = 900.0  # a bound against a hung guest, not a timing: ~60 s on a quiet
+# 2-core machine, several minutes beside make test's other workers (TCG emulation)
 POLL = 0.05
 TOOLS_SERIAL = "TKVMTOOLS"
 MARGIN = 30.0  # beyond a command's own timeout, for the agent to report it
