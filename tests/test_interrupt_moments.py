@@ -91,10 +91,16 @@ def test_sigint_after_run_complete_is_finished_by_a_resume(
         return real(*args, **kw)
 
     monkeypatch.setattr(runs, "finish_checks", interrupted)
+    # the checks run after tkbench's own handler is gone, so Python's default one meets
+    # the SIGINT, as in a shell; pytest-xdist's workers ignore SIGINT, which would not
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     # a steady state two rounds cannot reach: the checks fail, exit 1 when made
     failing = sets(*TWO_IOPS_ROUNDS, "tests.iops.rounds.max_excursion=0.000001")
     failing += ["--set", "acceptance.steady_state=true"]
-    assert _run(tmp_path, "--size", "16M", *failing) == 130
+    try:
+        assert _run(tmp_path, "--size", "16M", *failing) == 130
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
     run = tmp_path / "run"
     assert "run complete" in (run / "events.log").read_text()
     assert load_run(run).manifest.status == "complete"

@@ -217,7 +217,10 @@ def test_real_report_headline_numbers_match_the_records(
 ) -> None:
     iops = rounds_of(real_run, "iops")
     assert len(iops) == 5
-    summary = real_report.pages[0]
+    # the Summary: page 1, running onto page 2 when a long list of departures from the
+    # PTS (this reduced run has over twenty) comes before the headline table
+    summary = "\n".join(real_report.pages[:2])
+    assert "Headline results" in summary
     for read_pct in (100, 0):
         assert whole(window_mean(iops, 4096, read_pct, "iops")) in summary
     tput = rounds_of(real_run, "throughput")
