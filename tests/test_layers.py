@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("metrics", ("tkbench.vocab",)),
     ("run directory", ("tkbench.rundir",)),
     ("devices", ("tkbench.device", "tkbench.emulator")),
+    ("atomic files", ("tkbench.rundir.jsonfile",)),
     ("base", ("tkbench.errors", "tkbench.units", "tkbench.proc", "tkbench.fiovalue",
               "tkbench.cache", "tkbench")),
 ]  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import TWO_IOPS_ROUNDS, sets
-from tkbench.rundir.store import current_umask, write_atomic
+from tkbench.rundir.jsonfile import current_umask, write_atomic
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 

@@ -220,6 +220,25 @@ def test_pts_e_setting_holds_for_every_round_and_is_restored(
     assert summary["pts"]["variant"] == "E" and summary["pts"]["conforms"] is False
 
 
+def test_a_run_read_back_reads_its_write_cache_record_once(
+    tmp_path: Path, fakes: FakeTools
+) -> None:
+    """Every part of a report (set-up rows, operator choices, warnings, the PTS claim)
+    and ``show`` take the record the run was read with: a record changed or gone
+    afterwards changes none of them half-way."""
+    eng = engine(tmp_path, nvme_target(tmp_path), FakeFio(), ["workload.write_cache=disabled"])
+    assert eng.run().status == "complete"
+    run = load_run(tmp_path / "run")
+    rec = run.write_cache
+    assert rec is not None and rec.requested == "disabled"
+    (tmp_path / "run" / "write-cache.json").unlink()
+    rows = {r.label: r.value for r in header.setup_rows(run)}
+    assert rows["Volatile write cache"] == describe(rec)
+    assert run_summary(run)["write_cache"] == rec.to_dict()
+    assert header.pts_claim(run) == header.pts_claim_of(judge_run(run, rec))
+    assert load_run(tmp_path / "run").write_cache is None  # a new reading sees it gone
+
+
 def test_restored_after_an_interrupt_and_set_again_on_resume(
     tmp_path: Path, fakes: FakeTools
 ) -> None:

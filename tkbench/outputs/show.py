@@ -18,7 +18,6 @@ from tkbench.device.cacherecord import describe as write_cache_text
 from tkbench.kinds.words import num as _num
 from tkbench.kinds.words import repeat_text as _repeat_text
 from tkbench.outputs.showparts import stage_parts, test_parts
-from tkbench.rundir import writecache as cacherecord
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_duration, human_bytes
@@ -137,7 +136,7 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "error": m.error,
         "resumes": [dump(r) for r in m.resumes],
         # RUN/write-cache.json as stored (null for runs made before tkbench set it)
-        "write_cache": None if (wc := cacherecord.load(run.root)) is None else wc.to_dict(),
+        "write_cache": None if (wc := run.write_cache) is None else wc.to_dict(),
         # conformance to the SNIA PTS variant the stored profile declares
         "pts": judge_run(run, wc).to_dict(),
         "tests": [

@@ -20,7 +20,6 @@ from tkbench.report import devicefacts, fmt
 from tkbench.report.model import COMPLETE, PtsClaim, Row, TestReport
 from tkbench.report.options import DEFAULT_TITLE, ReportOptions
 from tkbench.report.procedure import outstanding, precondition_text, purge_text, stop_rule
-from tkbench.rundir import writecache as cacherecord
 from tkbench.rundir.records import Manifest, Resume
 from tkbench.rundir.store import RunData, TestData
 
@@ -155,7 +154,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
             "Preconditioning",
             per_test(lambda t: precondition_text(t.plan, t.precondition)),
         ),
-        Row("Volatile write cache", write_cache_text(cacherecord.load(run.root))),
+        Row("Volatile write cache", write_cache_text(run.write_cache)),
         Row(
             "Steady-state criterion",
             per_test(
@@ -177,7 +176,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
 def _choice_rows(run: RunData) -> list[Row]:
     """The operator choices the PTS leaves open, as the run made them (stated, never
     counted as departures)."""
-    judged = judge_run(run, cacherecord.load(run.root))
+    judged = judge_run(run, run.write_cache)
     if judged.variant is None or not judged.choices:
         return []
     return [
@@ -192,7 +191,7 @@ def document_title(title: str, run: RunData) -> str:
     """The report's title, page headers and PDF metadata (:func:`title_of`)."""
     if "PTS" not in title:
         return title
-    return title_of(title, judge_run(run, cacherecord.load(run.root)))
+    return title_of(title, judge_run(run, run.write_cache))
 
 
 def title_of(title: str, judged: Judgement) -> str:
@@ -286,7 +285,7 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
                 + ", ".join(str(n) for n in non_compliant)
                 + " was not a PTS-compliant purge."
             )
-        cache = cacherecord.load(run.root)
+        cache = run.write_cache
         if cache is not None and not cache.applies and cache.requested != "unchanged":
             out.append(
                 f"The profile asks for the volatile write cache {cache.requested}, which did "
@@ -372,7 +371,7 @@ def run_notes(manifest: Manifest) -> tuple[str, ...]:
 def pts_claim(run: RunData) -> PtsClaim:
     """Conformance to the SNIA PTS variant the run's profile declares, judged from what
     the run recorded: the statement and every departure, for the first page."""
-    return pts_claim_of(judge_run(run, cacherecord.load(run.root)))
+    return pts_claim_of(judge_run(run, run.write_cache))
 
 
 def pts_claim_of(judged: Judgement) -> PtsClaim:

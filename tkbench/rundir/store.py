@@ -23,8 +23,7 @@ record, which is what makes a round count as complete.
 
 from __future__ import annotations
 
-import contextlib
-import json
+import functools
 import os
 import re
 import tempfile
@@ -34,7 +33,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tkbench.errors import DeviceError, RunDirError
+from tkbench.device.cacherecord import WriteCacheRecord
+from tkbench.errors import RunDirError
+from tkbench.rundir import writecache
+from tkbench.rundir.jsonfile import read_json, write_atomic, write_json
 from tkbench.rundir.records import (
     SCHEMA,
     Checks,
@@ -59,48 +61,6 @@ MANIFEST = "manifest.json"
 TARGET_STATE = "target.json"  # the data a regular-file target was left with (resume proof)
 _ROUND_RE = re.compile(r"^(\d{4,})\.json$")
 PARTS_SUFFIX = ".parts"  # rounds/0001.parts/: the parts of a stage run in parts
-
-
-def current_umask() -> int:
-    """The process's umask, read without changing it (Linux), else set and restored."""
-    with (
-        contextlib.suppress(OSError, ValueError),
-        open("/proc/self/status", encoding="ascii") as fh,
-    ):
-        for line in fh:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old or the new file, never a part.
-
-    The file gets the mode any new file gets (0666 less the umask: 0644 under umask
-    022), not the 0600 of a temporary file, so the operator can read what a run wrote
-    as root.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                os.fchmod(fh.fileno(), 0o666 & ~current_umask())
-                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        raise DeviceError(
-            f"cannot write {path}: {exc.strerror or exc} (is the results filesystem full?)"
-        ) from None
 
 
 def check_output_file(path: Path, what: str) -> None:
@@ -140,23 +100,6 @@ def check_creatable(path: Path, what: str) -> None:
     os.unlink(probe)
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
-
-
 def _count_parts(d: Path) -> int:
     """How many parts of a stage run in parts are stored (``01.json``, ``02.json``, ...)."""
     n = 0
@@ -170,22 +113,6 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def read_json(path: Path) -> Any:
-    if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
-        raise RunDirError(f"{path}: not a regular file")
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise RunDirError(f"{path}: missing") from None
-    except RecursionError:
-        raise RunDirError(f"{path}: nested too deeply to be a tkbench record") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
 
 
 @dataclass
@@ -219,6 +146,12 @@ class RunData:
     manifest: Manifest
     tests: list[TestData]
     checks: Checks | None = None  # checks.json: PASS/FAIL of acceptance and regressions
+
+    @functools.cached_property
+    def write_cache(self) -> WriteCacheRecord | None:
+        """``write-cache.json``, read (and checked) the first time it is asked for;
+        None for runs made before tkbench set the write cache."""
+        return writecache.load(self.root)
 
     def test(self, name: str) -> TestData:
         for t in self.tests:

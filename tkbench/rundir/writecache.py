@@ -7,16 +7,18 @@ it with :func:`load`.  Its fields are those of
 :class:`tkbench.device.writecache.WriteCacheRecord`, checked when it is read: a
 hand-edited or foreign file is one line naming the file and the field (exit 2).
 Runs made before tkbench set the write cache have no such file (``load`` gives None).
+A reader of a whole run takes it from :attr:`tkbench.rundir.store.RunData.write_cache`,
+read once however many parts of a report or summary ask for it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tkbench.device.cacherecord import WriteCacheRecord
 from tkbench.errors import RunDirError
-from tkbench.rundir.store import RunStore, read_json, write_json
+from tkbench.rundir.jsonfile import read_json, write_json
 
 FILE = "write-cache.json"
 
@@ -33,10 +35,19 @@ def load(root: Path) -> WriteCacheRecord | None:
         raise RunDirError(f"{path}: {exc}") from None
 
 
+class _Store(Protocol):
+    """What the sink needs of a :class:`tkbench.rundir.store.RunStore`."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def log(self, message: str) -> None: ...
+
+
 class RunRecordSink:
     """Where a write-cache session of a run keeps its record: the run directory."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: _Store) -> None:
         self.store = store
 
     def previous(self) -> dict[str, Any] | None:
