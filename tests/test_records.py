@@ -19,6 +19,7 @@ from tkbench.rundir.records import (
     Purge,
     Result,
     Round,
+    TargetRecord,
     TestPlan,
 )
 from tkbench.rundir.records.base import dump
@@ -193,3 +194,29 @@ def test_per_host_results_are_kept_and_left_out_when_there_are_none() -> None:
         Round.load(
             {"round": 1, "points": [{**point, "hosts": [{"iops": 1.0}]}], "tracking": {}}, HERE
         )
+
+
+def test_the_identity_is_read_into_typed_facts_once() -> None:
+    """The outputs read a target's identity through :class:`DeviceFacts`: a value of
+    the wrong kind is not said, a fact the run did not record is told apart from one
+    it recorded as unknown, and the stored mapping stays exactly as written."""
+    ident = {
+        "model": "PM1733",
+        "serial": 42,
+        "logical_sector": 512,
+        "physical_sector": "4096",
+        "emulated": 1,
+        "notes": ["read with nvme-cli", ""],
+        "manufacturer": None,
+        "host_link": "not a mapping",
+    }
+    target = TargetRecord(identity=ident)
+    facts = target.device
+    assert (facts.model, facts.serial, facts.firmware) == ("PM1733", "42", None)
+    assert (facts.logical_sector, facts.physical_sector) == (512, None)
+    assert facts.emulated is True and facts.notes == ("read with nvme-cli",)
+    assert facts.manufacturer_recorded and facts.manufacturer is None
+    assert facts.host_link_recorded and facts.host_link is None
+    assert not TargetRecord().device.manufacturer_recorded
+    assert target.device is facts  # read once
+    assert dump(target)["identity"] == ident

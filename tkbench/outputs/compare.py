@@ -418,7 +418,7 @@ def differences(runs: Sequence[RunData]) -> list[Difference]:
 
 
 def run_label(run: RunData) -> str:
-    return f"{run.manifest.target.identity.get('model', '?')} ({run.root.name})"
+    return f"{run.manifest.target.device.model or '?'} ({run.root.name})"
 
 
 def format_rows(

@@ -79,14 +79,14 @@ def _window_label(rounds: tuple[int, ...]) -> str:
 def _blank(run: RunData, test: TestData) -> Row:
     """A row of the test with what identifies the run and the test, no value yet."""
     m = run.manifest
-    ident = m.target.identity
+    device = m.target.device
     return Row(
         run_id=m.run_id,
         run_dir=str(run.root),
         host=m.host.hostname,
-        model=_text(ident.get("model")),
-        serial=_text(ident.get("serial")),
-        firmware=_text(ident.get("firmware")),
+        model=_text(device.model),
+        serial=_text(device.serial),
+        firmware=_text(device.firmware),
         profile=m.profile.name,
         test=test.name,
         point="",

@@ -105,15 +105,15 @@ def _deltas(values: Sequence[float | None]) -> tuple[float | None, ...]:
 
 def run_column(number: int, run: RunData) -> RunColumn:
     m = run.manifest
-    ident = header.identity(m)
-    label = f"{header.text_or(ident.get('model'))} ({run.root.name})"
+    device = m.target.device
+    label = f"{header.text_or(device.model)} ({run.root.name})"
     return RunColumn(
         number=number,
         label=label,
         rows=(
-            Row("Device", header.text_or(ident.get("model"))),
-            Row("Serial", header.text_or(ident.get("serial"))),
-            Row("Firmware", header.text_or(ident.get("firmware"))),
+            Row("Device", header.text_or(device.model)),
+            Row("Serial", header.text_or(device.serial)),
+            Row("Firmware", header.text_or(device.firmware)),
             Row(
                 "Capacity",
                 human_bytes(float(m.target.capacity_bytes), decimal=True),

@@ -10,9 +10,6 @@ recorded them says so rather than leave a blank.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from tkbench.device.facts import link_text
 from tkbench.report.model import Row
 from tkbench.rundir.records import Manifest
@@ -22,32 +19,32 @@ NOT_RECORDED = "not recorded (the run was made before tkbench recorded it)"
 
 def not_applicable(manifest: Manifest) -> str | None:
     """Why the target has no maker, link or form factor of its own (None: it has)."""
-    ident = manifest.target.identity
+    device = manifest.target.device
     kind = manifest.target.kind
     if manifest.synthetic or kind == "synthetic":
         return "not applicable (synthetic data)"
-    if kind == "file" or ident.get("interface") == "file":
+    if kind == "file" or device.interface == "file":
         return "not applicable (a regular file)"
-    if kind == "volume" or ident.get("interface") == "volume":
+    if kind == "volume" or device.interface == "volume":
         return "not applicable (a filesystem volume)"
-    if kind == "nbd" or ident.get("interface") == "nbd":
-        if ident.get("emulated"):
+    if kind == "nbd" or device.interface == "nbd":
+        if device.emulated:
             return "not applicable (the bundled SSD emulator)"
         return "not applicable (an NBD export)"
-    if ident.get("interface") == "loop":
+    if device.interface == "loop":
         return "not applicable (a loop device)"
     return None
 
 
 def manufacturer_row(manifest: Manifest) -> Row:
-    ident: Mapping[str, Any] = manifest.target.identity
+    device = manifest.target.device
     na = not_applicable(manifest)
     if na is not None:
         return Row("Manufacturer", na)
-    if "manufacturer" not in ident:
+    if not device.manufacturer_recorded:
         return Row("Manufacturer", NOT_RECORDED)
-    name = str(ident.get("manufacturer") or "unknown")
-    source = ident.get("manufacturer_source")
+    name = device.manufacturer or "unknown"
+    source = device.manufacturer_source
     if name == "unknown":
         return Row("Manufacturer", f"unknown ({source})" if source else "unknown")
     return Row("Manufacturer", f"{name} (from {source})" if source else name)
@@ -55,15 +52,15 @@ def manufacturer_row(manifest: Manifest) -> Row:
 
 def link_rows(manifest: Manifest) -> tuple[Row, ...]:
     """Host link, and the form factor where the drive reports one."""
-    ident: Mapping[str, Any] = manifest.target.identity
+    device = manifest.target.device
     na = not_applicable(manifest)
     if na is not None:
         return (Row("Host link", na),)
-    if "host_link" not in ident:
+    if not device.host_link_recorded:
         return (Row("Host link", NOT_RECORDED),)
-    rows = [Row("Host link", link_text(ident.get("host_link")))]
-    if ident.get("form_factor"):
-        rows.append(Row("Form factor", str(ident["form_factor"])))
+    rows = [Row("Host link", link_text(device.host_link))]
+    if device.form_factor:
+        rows.append(Row("Form factor", device.form_factor))
     return tuple(rows)
 
 

@@ -7,7 +7,7 @@ and the tests' records.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tkbench.analysis import kind_of
@@ -24,13 +24,9 @@ from tkbench.rundir.records import Manifest, Resume
 from tkbench.rundir.store import RunData, TestData
 
 
-def identity(manifest: Manifest) -> Mapping[str, Any]:
-    return manifest.target.identity
-
-
 def is_emulated(manifest: Manifest) -> bool:
-    ident = identity(manifest)
-    return bool(ident.get("emulated")) or "emulator" in str(ident.get("model", "")).lower()
+    device = manifest.target.device
+    return device.emulated or "emulator" in (device.model or "").lower()
 
 
 def is_synthetic(manifest: Manifest) -> bool:
@@ -45,28 +41,28 @@ def text_or(value: object, default: str = "unknown") -> str:
 
 def device_rows(manifest: Manifest) -> tuple[Row, ...]:
     target = manifest.target
-    ident = identity(manifest)
+    device = target.device
     cap = target.capacity_bytes or target.capacity
-    logical = target.logical_sector or ident.get("logical_sector")
-    physical = ident.get("physical_sector")
+    logical = target.logical_sector or device.logical_sector
+    physical = device.physical_sector
     rows = [
         devicefacts.manufacturer_row(manifest),
-        Row("Model", text_or(ident.get("model"))),
-        Row("Serial number", text_or(ident.get("serial"))),
-        Row("Firmware", text_or(ident.get("firmware"))),
+        Row("Model", text_or(device.model)),
+        Row("Serial number", text_or(device.serial)),
+        Row("Firmware", text_or(device.firmware)),
         Row("User capacity", fmt.capacity(cap)),
         Row(
             "Sector size (logical / physical)",
             f"{text_or(logical, '?')} / {text_or(physical, '?')} bytes",
         ),
-        Row("Interface", text_or(ident.get("interface"))),
+        Row("Interface", text_or(device.interface)),
         *devicefacts.link_rows(manifest),
         # the kernel's flush policy; what tkbench set and verified is under Test set-up
-        Row("Kernel write-cache mode (sysfs)", text_or(ident.get("write_cache"))),
+        Row("Kernel write-cache mode (sysfs)", text_or(device.write_cache)),
         Row("Target", f"{text_or(target.spec)} ({text_or(target.kind)})", mono=True),
     ]
-    if ident.get("emulator"):
-        rows.append(Row("Emulator", str(ident["emulator"])))
+    if device.emulator:
+        rows.append(Row("Emulator", device.emulator))
     return tuple(rows)
 
 
@@ -261,7 +257,6 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     """Caveats that qualify the numbers."""
     m = run.manifest
     out = []
-    ident = identity(m)
     if m.target.kind == "volume":
         out.append(
             "A volume benchmark: the target was a directory on a mounted filesystem, and only "
@@ -269,7 +264,7 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
             "and the drive beneath it as they are used; this is no SNIA PTS test and makes no "
             "PTS claim."
         )
-    if m.target.kind == "file" or ident.get("interface") == "file":
+    if m.target.kind == "file" or m.target.device.interface == "file":
         out.append(
             "The target was a regular file: the results describe the file system and the "
             "drive beneath it, not a drive on its own."
@@ -303,13 +298,13 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
 
 def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     m = run.manifest
-    ident = identity(m)
+    device = m.target.device
     cap = m.target.capacity_bytes
     lines = [
         f"This report presents the results of the tkbench profile "
-        f"“{text_or(m.profile.name)}” on {text_or(ident.get('model'))} "
-        f"(serial number {text_or(ident.get('serial'))}, "
-        f"firmware {text_or(ident.get('firmware'))}, "
+        f"“{text_or(m.profile.name)}” on {text_or(device.model)} "
+        f"(serial number {text_or(device.serial)}, "
+        f"firmware {text_or(device.firmware)}, "
         f"{fmt.gb(cap)} user capacity), run from {fmt.when(m.started or None)} "
         f"to {fmt.when(m.ended or None)}. {run_status_text(m)}"
     ]
@@ -328,11 +323,11 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
 
 
 def _volume_sentence(m: Manifest) -> str:
-    ident = identity(m)
+    device = m.target.device
     return (
         f"How fast is this volume? tkbench ran “{text_or(m.profile.name)}” on "
-        f"{text_or(ident.get('path'))} ({text_or(ident.get('filesystem'))} on "
-        f"{text_or(ident.get('source'))}, {fmt.gb(m.target.capacity_bytes)}), from "
+        f"{text_or(device.path)} ({text_or(device.filesystem)} on "
+        f"{text_or(device.source)}, {fmt.gb(m.target.capacity_bytes)}), from "
         f"{fmt.when(m.started or None)} to {fmt.when(m.ended or None)}, writing only its own "
         f"test files, which it removed afterwards. {run_status_text(m)}"
     )
@@ -354,16 +349,13 @@ def _repeat_sentence(t: TestData) -> str:
 
 def device_line(manifest: Manifest) -> str:
     """Model, serial number and firmware: the running footer of every page."""
-    ident = identity(manifest)
-    return (
-        f"{text_or(ident.get('model'))} · S/N {text_or(ident.get('serial'))} · "
-        f"FW {text_or(ident.get('firmware'))}"
-    )
+    device = manifest.target.device
+    return f"{text_or(device.model)} · S/N {text_or(device.serial)} · FW {text_or(device.firmware)}"
 
 
 def run_notes(manifest: Manifest) -> tuple[str, ...]:
     """Notes of the target's identification and of the planning."""
-    notes = [str(n) for n in identity(manifest).get("notes", []) if n]
+    notes = list(manifest.target.device.notes)
     notes += [n for n in manifest.plan_notes if n]
     return tuple(notes)
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from tkbench.errors import RunDirError
-from tkbench.rundir.records.base import Record
+from tkbench.rundir.records.base import Record, hints
 
 NOT_NEGATIVE = {"minimum": 0}
 
@@ -29,6 +30,70 @@ class Host:
     cpus: int | None = None
     memory_bytes: int = 0
     python: str = ""
+
+
+def _fact(value: Any, hint: Any) -> Any:
+    """One identity value as the type a :class:`DeviceFacts` field holds, as leniently
+    as the outputs always read it: text where text is wanted, a count only if it is
+    one, anything else as not said."""
+    if hint is bool:
+        return bool(value)
+    if value is None:
+        return None
+    if hint == str | None:
+        return str(value)
+    if hint == int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if hint == tuple[str, ...]:
+        return tuple(str(v) for v in value if v) if isinstance(value, list) else ()
+    return value if isinstance(value, dict) else None  # a mapping of the device's
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """The facts of a target's ``identity`` that the outputs read, typed once
+    (:attr:`TargetRecord.device`).  The identity's keys depend on the device (a drive,
+    a regular file, a volume, an NBD export), so the stored mapping stays as it was
+    written; this is the one place that reads it by key.  A text fact is None where
+    the identity does not say it (``""`` where it says nothing)."""
+
+    model: str | None = None
+    serial: str | None = None
+    firmware: str | None = None
+    interface: str | None = None
+    write_cache: str | None = None  # the kernel's flush policy (sysfs)
+    logical_sector: int | None = None
+    physical_sector: int | None = None
+    capacity_bytes: int | None = None
+    emulated: bool = False  # the bundled SSD emulator behind an NBD export
+    emulator: str | None = None  # the emulator's description, where it gave one
+    # a volume: the directory, its filesystem and what that is mounted from
+    path: str | None = None
+    filesystem: str | None = None
+    source: str | None = None
+    notes: tuple[str, ...] = ()
+    # the report header's facts (tkbench.device.facts); ``*_recorded`` False for runs
+    # made before tkbench recorded them
+    manufacturer_recorded: bool = False
+    manufacturer: str | None = None
+    manufacturer_source: str | None = None
+    host_link_recorded: bool = False
+    host_link: dict[str, Any] | None = None
+    form_factor: str | None = None
+
+    @classmethod
+    def of(cls, identity: Mapping[str, Any]) -> DeviceFacts:
+        types_ = hints(cls)
+        said = {
+            f.name: _fact(identity[f.name], types_[f.name])
+            for f in fields(cls)
+            if f.name in identity and not f.name.endswith("_recorded")
+        }
+        return cls(
+            **said,
+            manufacturer_recorded="manufacturer" in identity,
+            host_link_recorded="host_link" in identity,
+        )
 
 
 @dataclass(frozen=True)
@@ -52,6 +117,11 @@ class TargetRecord:
     st_ino: int | None = field(default=None, metadata={"omit_none": True})
     st_gen: int | None = field(default=None, metadata={"omit_none": True})
 
+    @functools.cached_property
+    def device(self) -> DeviceFacts:
+        """The identity's facts, typed (read from ``identity`` once)."""
+        return DeviceFacts.of(self.identity)
+
     def ident(self, key: str, default: str = "unknown") -> str:
         """One identity field as text (``default`` when the device did not say)."""
         value = self.identity.get(key)
@@ -60,10 +130,8 @@ class TargetRecord:
     @property
     def capacity(self) -> int:
         """The user capacity in bytes (the identity's, else the target's)."""
-        cap = self.identity.get("capacity_bytes")
-        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
-            return cap
-        return self.capacity_bytes
+        cap = self.device.capacity_bytes
+        return cap if cap is not None and cap > 0 else self.capacity_bytes
 
 
 @dataclass(frozen=True)
