@@ -338,6 +338,30 @@ def test_a_fleet_record_from_elsewhere_is_refused(tmp_path: Path) -> None:
         fleetmod.FleetRecord.load(tmp_path)
 
 
+def test_a_fleet_record_is_read_typed_and_written_back_as_it_was(tmp_path: Path) -> None:
+    """fleet.json as tkbench 1 writes it loads and saves to the same text; a field of
+    the wrong type is one line naming it, not a value that breaks a reader later."""
+    text = (
+        '{\n "format": "tkbench-fleet",\n "version": 1,\n "profile": "quick",\n'
+        ' "command_line": [\n  "tkbench",\n  "run"\n ],\n "host": "rig",\n'
+        ' "started": 1700000000.5,\n "ended": null,\n "exit_code": null,\n'
+        ' "resumes": [\n  1700000100.0\n ],\n "runs": [\n  {\n   "name": "a",\n'
+        '   "target": "/x/a.img",\n   "run_dir": "a",\n   "kind": "file",\n'
+        '   "started": 1700000001.0,\n   "ended": 1700000002.0,\n   "exit_code": 0,\n'
+        '   "outcome": "complete",\n   "error": null\n  }\n ]\n}\n'
+    )
+    (tmp_path / "fleet.json").write_text(text)
+    rec = fleetmod.FleetRecord.load(tmp_path)
+    assert rec.runs[0].exit_code == 0 and rec.resumes == [1700000100.0]
+    rec.save(tmp_path)
+    assert (tmp_path / "fleet.json").read_text() == text
+    bad = json.loads(text)
+    bad["runs"][0]["exit_code"] = "0"
+    (tmp_path / "fleet.json").write_text(json.dumps(bad))
+    with pytest.raises(RunDirError, match=r"field runs\[0\]\.exit_code is a string"):
+        fleetmod.FleetRecord.load(tmp_path)
+
+
 @pytest.mark.root
 @pytest.mark.fio
 def test_each_confirm_goes_to_the_loop_device_it_names(tmp_path: Path) -> None:

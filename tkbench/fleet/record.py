@@ -3,8 +3,6 @@ directory), and the runs a ``--resume`` of the fleet continues."""
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import time
 from collections.abc import Sequence
@@ -15,6 +13,8 @@ from typing import Any
 from tkbench.errors import RunDirError, TkbenchError
 from tkbench.fleet.drives import Drive
 from tkbench.fleet.outcomes import outcome
+from tkbench.rundir.jsonfile import read_json, write_json
+from tkbench.rundir.records.base import build, dump
 from tkbench.rundir.store import load_run
 
 FLEET_FILE = "fleet.json"
@@ -22,8 +22,10 @@ FORMAT = "tkbench-fleet"
 VERSION = 1
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunEntry:
+    """One drive's run in ``fleet.json`` (its fields are the file's, in order)."""
+
     name: str
     target: str
     run_dir: str  # relative to the fleet directory
@@ -34,100 +36,57 @@ class RunEntry:
     error: str | None = None  # the run's last error line, if it gave one
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "target": self.target,
-            "run_dir": self.run_dir,
-            "kind": self.kind,
-            "started": self.started,
-            "ended": self.ended,
-            "exit_code": self.exit_code,
-            "outcome": outcome(self.exit_code),
-            "error": self.error,
-        }
+        out = dump(self)
+        at = list(out).index("exit_code") + 1  # "outcome" is written after it (not read)
+        items = list(out.items())
+        return dict([*items[:at], ("outcome", outcome(self.exit_code)), *items[at:]])
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FleetRecord:
     """``DIR/fleet.json``: the fleet's own record; every run's facts stay in its run
-    directory.  Format history: 1 — first version."""
+    directory.  Its fields are the file's, in order, after ``format`` and
+    ``version``; the fleet changes it as its runs go and writes it again whole.
+    Format history: 1 — first version."""
 
     profile: str
-    runs: list[RunEntry]
     command_line: list[str] = field(default_factory=list)
     host: str = ""
     started: float = 0.0
     ended: float | None = None
     exit_code: int | None = None
     resumes: list[float] = field(default_factory=list)
+    runs: list[RunEntry]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "version": VERSION,
-            "profile": self.profile,
-            "command_line": self.command_line,
-            "host": self.host,
-            "started": self.started,
-            "ended": self.ended,
-            "exit_code": self.exit_code,
-            "resumes": self.resumes,
-            "runs": [r.to_dict() for r in self.runs],
-        }
+        fields = dump(self)
+        fields["runs"] = [r.to_dict() for r in self.runs]
+        return {"format": FORMAT, "version": VERSION, **fields}
 
     def save(self, root: Path) -> None:
         """Atomically: a reader sees the old record or the new one, never half."""
-        path = Path(root) / FLEET_FILE
-        tmp = path.with_name(f".{FLEET_FILE}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, indent=1)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_json(Path(root) / FLEET_FILE, self.to_dict())
 
     @classmethod
     def load(cls, root: Path) -> FleetRecord:
+        """The record of the fleet in ``root``, every field checked (RunDirError
+        naming the file and the field)."""
         path = Path(root) / FLEET_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunDirError(f"{root}: no {FLEET_FILE}: not a fleet directory") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RunDirError(f"{path}: unreadable: {exc}") from None
+        if not path.exists():
+            raise RunDirError(f"{root}: no {FLEET_FILE}: not a fleet directory")
+        data = read_json(path)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise RunDirError(f"{path}: not a tkbench fleet record")
-        if not isinstance(data.get("version"), int) or data["version"] > VERSION:
-            raise RunDirError(f"{path}: written by a newer tkbench (version {data.get('version')})")
-        try:
-            runs = [
-                RunEntry(
-                    name=str(r["name"]),
-                    target=str(r["target"]),
-                    run_dir=str(r["run_dir"]),
-                    kind=str(r.get("kind", "unknown")),
-                    started=r.get("started"),
-                    ended=r.get("ended"),
-                    exit_code=r.get("exit_code"),
-                    error=r.get("error"),
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
+            raise RunDirError(f"{path}: written by a newer tkbench (version {version})")
+        record = build(cls, data, path)
+        for r in record.runs:
+            if Path(r.run_dir).is_absolute() or ".." in Path(r.run_dir).parts:
+                raise RunDirError(
+                    f"{path}: field runs: run_dir {r.run_dir!r} is outside the fleet directory"
                 )
-                for r in data["runs"]
-            ]
-            for r in runs:
-                if Path(r.run_dir).is_absolute() or ".." in Path(r.run_dir).parts:
-                    raise ValueError(f"run_dir {r.run_dir!r} is outside the fleet directory")
-            return cls(
-                profile=str(data["profile"]),
-                runs=runs,
-                command_line=[str(a) for a in data.get("command_line", [])],
-                host=str(data.get("host", "")),
-                started=float(data.get("started") or 0.0),
-                ended=data.get("ended"),
-                exit_code=data.get("exit_code"),
-                resumes=[float(t) for t in data.get("resumes", [])],
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RunDirError(f"{path}: bad field: {exc}") from None
+        return record
 
 
 def is_fleet(root: Path) -> bool:

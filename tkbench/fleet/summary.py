@@ -6,18 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tkbench.analysis import headline
+from tkbench.analysis import analyze_test, headline
 from tkbench.errors import TkbenchError
 from tkbench.fleet.outcomes import outcome
 from tkbench.fleet.record import FORMAT, VERSION, FleetRecord
-from tkbench.rundir.store import load_run
+from tkbench.rundir.store import TestData, load_run
 
 
 def fleet_summary(root: Path) -> dict[str, Any]:
     """One entry per drive: what its run did, its headline numbers, steady state per
-    test and its checks (``tkbench show DIR --json``)."""
-    from tkbench.outputs.show import run_summary
-
+    test and its checks (``tkbench show DIR --json``), read from each run's records."""
     root = Path(root)
     rec = FleetRecord.load(root)
     drives = []
@@ -34,23 +32,13 @@ def fleet_summary(root: Path) -> dict[str, Any]:
                 entry["status"] = "unreadable"
                 entry["error"] = str(exc)
             else:
-                s = run_summary(run)
-                ident = s["target_identity"]
+                device = run.manifest.target.device
                 entry.update(
-                    status=s["status"],
-                    model=ident.get("model"),
-                    serial=ident.get("serial"),
+                    status=run.manifest.status,
+                    model=device.model,
+                    serial=device.serial,
                     headline=headline(run),
-                    tests=[
-                        {
-                            "name": t["name"],
-                            "status": t["status"],
-                            "steady_state": t["steady_state"],
-                            "rounds": t["rounds"],
-                            "window": t["window"],
-                        }
-                        for t in s["tests"]
-                    ],
+                    tests=[_test_entry(t) for t in run.tests],
                 )
                 if run.checks is not None:
                     c = run.checks
@@ -77,6 +65,17 @@ def fleet_summary(root: Path) -> dict[str, Any]:
     }
 
 
+def _test_entry(t: TestData) -> dict[str, Any]:
+    a = analyze_test(t)
+    return {
+        "name": t.name,
+        "status": t.status,
+        "steady_state": a.steady,
+        "rounds": a.rounds,
+        "window": list(a.steady_window),
+    }
+
+
 def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
@@ -88,23 +87,23 @@ def format_fleet(s: dict[str, Any]) -> str:
     ]
     for d in s["drives"]:
         lines.append("")
-        ident = (d.get("model"), d.get("serial"))
+        ident = (d["model"], d["serial"])
         who = " ".join(x for x in ident if x and x != "unknown") or d["kind"]
         lines.append(
             f"{d['name']}: {d['outcome']} (exit {d['exit_code']}), run {d['status']}  "
             f"[{d['target']}; {who}]"
         )
-        if d.get("error"):
+        if d["error"]:
             lines.append(f"  error     {d['error']}")
         for t in d["tests"]:
             steady = {True: "steady", False: "not steady", None: "-"}.get(t["steady_state"], "-")
             lines.append(f"  {t['name']:<10} {t['rounds']} round(s), {steady} [{t['status']}]")
         for k, v in d["headline"].items():
             lines.append(f"  {k:<32} {_num(v)}")
-        c = d.get("checks")
+        c = d["checks"]
         if c is not None and c["count"]:
             verdict = "PASS" if c["passed"] else "FAIL: " + ", ".join(c["failed"])
             lines.append(f"  checks    {verdict} ({c['count'] - len(c['failed'])} of {c['count']})")
-    if s.get("comparison"):
+    if s["comparison"]:
         lines += ["", f"Comparison {s['comparison']}"]
     return "\n".join(lines)

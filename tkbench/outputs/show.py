@@ -31,13 +31,11 @@ def test_summary(t: TestData) -> dict[str, Any]:
         for label in tracking:
             if label in r.tracking:
                 tracking[label].append(r.tracking[label])
-    under_way = t.rounds or t.parts
-    status = "complete" if t.finished else ("running or interrupted" if under_way else "started")
     out: dict[str, Any] = {
         "name": t.name,
         "title": plan.title or t.name,
         "kind": a.kind,
-        "status": status,
+        "status": t.status,
         "steady_state": a.steady,
         "rounds": a.rounds,
         "window": list(a.steady_window),

@@ -137,6 +137,13 @@ class TestData:
     def finished(self) -> bool:
         return self.result is not None
 
+    @property
+    def status(self) -> str:
+        """complete | running or interrupted (rounds or parts stored) | started."""
+        if self.finished:
+            return "complete"
+        return "running or interrupted" if self.rounds or self.parts else "started"
+
 
 @dataclass
 class RunData:

@@ -88,7 +88,7 @@ def _expected(hint: Any) -> list[str]:
         return ["string"]
     if hint is Any:
         return ["any"]
-    if origin is tuple or hint is tuple:
+    if origin in (tuple, list) or hint in (tuple, list):
         return ["list"]
     return ["object"]  # a Mapping or a record
 
@@ -141,11 +141,11 @@ def _convert(value: Any, hint: Any, where: str, path: Path, meta: Mapping[str, A
         if kind != _expected(hint)[0]:
             raise _fail(path, where, value, hint)
         return value
-    if origin is tuple:
+    if origin in (tuple, list):  # a record's sequence; a list in a mutable one (fleet.json)
         if kind != "list":
             raise _fail(path, where, value, hint)
         item = get_args(hint)[0]
-        return tuple(_convert(v, item, f"{where}[{i}]", path, {}) for i, v in enumerate(value))
+        return origin(_convert(v, item, f"{where}[{i}]", path, {}) for i, v in enumerate(value))
     if dataclasses.is_dataclass(hint):
         if kind != "object":
             raise _fail(path, where, value, hint)
