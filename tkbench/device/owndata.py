@@ -41,11 +41,12 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from tkbench.rundir.jsonfile import replace_file
 
 # the bytes at each end a mark covers: beyond every superblock, label and
 # partition-table probe of libblkid (LUKS2's last secondary header starts at 4 MiB)
@@ -328,22 +329,14 @@ def keep_mark(
     ranges = tuple(sorted((max(0, a), min(size, b)) for a, b in extent if a < b))
     sigs = tuple(s for s in seen[:-1] if _covered(size, ranges, s))
     mark = Mark(hexdigest, size, target, run, when, sigs, node, drive, ranges)
-    tmp = None
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o755)
         if not _trusted(os.stat(where)):
             return None
         _drop_marks_of(where, target, keep=hexdigest)
-        fd, tmp = tempfile.mkstemp(dir=where, prefix=".mark-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"version": MARK_VERSION, **asdict(mark)}, fh, indent=1)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, _mark_file(where, hexdigest))
+        text = json.dumps({"version": MARK_VERSION, **asdict(mark)}, indent=1) + "\n"
+        replace_file(_mark_file(where, hexdigest), text, mode=0o644)
     except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return None
     return mark
 

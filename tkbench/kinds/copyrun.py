@@ -40,6 +40,7 @@ from tkbench.errors import DeviceError, Interrupted
 from tkbench.kinds.copy import DIR, Layout, layout, own
 from tkbench.plan.model import Point
 from tkbench.profile.model import CopySet, TestSpec
+from tkbench.rundir.jsonfile import replace_file
 from tkbench.rundir.records import Direction, PlannedPoint, PointResult
 
 MARKER = ".complete.json"
@@ -214,11 +215,7 @@ class CopySession:
         for d in (*lay.dirs, ""):
             _fsync_path(where / d, directory=True)
         marker = json.dumps({"set": s.label, "data": data, "sums": sums})
-        tmp = where / (MARKER + ".tmp")
-        tmp.write_text(marker + "\n", encoding="utf-8")
-        _fsync_path(tmp)
-        tmp.replace(where / MARKER)
-        _fsync_path(where, directory=True)
+        replace_file(where / MARKER, marker + "\n")  # written last: the set is complete
         self.log(
             f"copy test {self.spec.name}: wrote the {s.kind} set ({data}): "
             f"{len(lay.files)} file(s), {s.size} bytes"

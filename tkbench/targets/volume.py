@@ -32,6 +32,7 @@ from tkbench.device.purge import PurgeRecord
 from tkbench.device.safety import Guarded
 from tkbench.errors import DeviceError, InputError, SafetyError
 from tkbench.fiovalue import filename_value
+from tkbench.rundir.jsonfile import replace_file
 from tkbench.rundir.store import check_manifest
 from tkbench.targets.base import Target, TargetInfo
 from tkbench.targets.mounts import mount_of, mount_points, volume_serial
@@ -440,16 +441,9 @@ def _write_marker(
         st = os.fstat(dfd)
         if (st.st_dev, st.st_ino) != made:
             raise OSError(errno.ESTALE, "the directory was replaced")
-        name = MARKER if new else MARKER + ".tmp"
-        with contextlib.suppress(FileNotFoundError):
-            if not new:
-                os.unlink(name, dir_fd=dfd)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(name, flags, 0o600, dir_fd=dfd)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(marker) + "\n")
-        if not new:
-            os.replace(name, MARKER, src_dir_fd=dfd, dst_dir_fd=dfd)
+        # a new directory's marker is created, never over anything; on reuse the new
+        # one replaces the old atomically (the temporary file created, never followed)
+        replace_file(MARKER, json.dumps(marker) + "\n", mode=0o600, dir_fd=dfd, exclusive=new)
     finally:
         os.close(dfd)
 
