@@ -17,6 +17,7 @@ from tkbench.conformance import judge_run
 from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
 from tkbench.outputs.show import format_summary, run_summary
+from tkbench.outputs.show import shown as show
 from tkbench.report import analysis as report_analysis
 from tkbench.rundir.store import load_run
 
@@ -88,7 +89,9 @@ def test_a_resumed_stage_runs_the_part_before_the_break_again(tmp_path: Path) ->
     shown = run_summary(load_run(tmp_path / "run"))
     (xsr,) = [t for t in shown["tests"] if t["name"] == "xsr"]
     assert (xsr["parts_stored"], xsr["parts"], xsr["status"]) == (2, 3, "running or interrupted")
-    assert "2 of 3 parts of its round stored (a resume goes on from them)" in format_summary(shown)
+    assert "2 of 3 parts of its round stored (a resume goes on from them)" in format_summary(
+        show(load_run(tmp_path / "run"))
+    )
     _, line = report_analysis.test_status(interrupted, "interrupted", "")
     assert line == (
         "INTERRUPTED before the test finished; 0 complete rounds shown "

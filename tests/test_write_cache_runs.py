@@ -34,6 +34,7 @@ from tkbench.errors import (
     ToolMissingError,
 )
 from tkbench.outputs.show import format_summary, run_summary
+from tkbench.outputs.show import shown as show
 from tkbench.plan import build as planmod
 from tkbench.report import header
 from tkbench.rundir import writecache as cacherecord
@@ -205,7 +206,9 @@ def test_pts_e_setting_holds_for_every_round_and_is_restored(
     # show --json carries the record; show and the report say it in words
     summary = run_summary(load_run(tmp_path / "run"))
     assert summary["write_cache"] == json.loads((tmp_path / "run" / "write-cache.json").read_text())
-    assert f"Cache     volatile write cache {describe(rec)}" in format_summary(summary)
+    assert f"Cache     volatile write cache {describe(rec)}" in format_summary(
+        show(load_run(tmp_path / "run"))
+    )
     rows = {r.label: r.value for r in header.setup_rows(load_run(tmp_path / "run"))}
     assert rows["Volatile write cache"] == describe(rec)
     device = {r.label for r in header.device_rows(load_run(tmp_path / "run").manifest)}

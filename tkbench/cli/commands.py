@@ -492,14 +492,14 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from tkbench.outputs.show import format_summary, run_summary
+    from tkbench.outputs.show import format_summary, shown
     from tkbench.rundir.store import load_run
 
     if (several := dispatch_show(args)) is not None:
         return several
-    summary = run_summary(load_run(args.run_dir))
+    summary = shown(load_run(args.run_dir))
     if args.json:
-        print(json.dumps(summary, indent=1, default=str))
+        print(json.dumps(summary.document, indent=1, default=str))
     else:
         say(format_summary(summary))
     return 0

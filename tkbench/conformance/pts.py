@@ -17,7 +17,7 @@ then: PTS-C for the profile named ``pts-c``, PTS-E for any other
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -247,41 +247,6 @@ class Judgement:
             out["choices"] = [c.to_dict() for c in self.choices]
             out["requirements"] = {"judged": self.requirements, "secondhand": self.secondhand}
         return out
-
-    @classmethod
-    def from_dict(
-        cls, data: Mapping[str, Any], titles: Mapping[str, str], planned: bool = False
-    ) -> Judgement:
-        """The judgement :meth:`to_dict` gave, with the tests' titles (by name) again."""
-
-        def title(test: str | None) -> str:
-            if test is None:
-                return ""
-            ref = BY_NAME.get(test) or STAGED.get(test)
-            return titles.get(test) or (ref.title if ref else test)
-
-        counts = data.get("requirements") or {}
-        return cls(
-            data.get("variant"),
-            tuple(data.get("tests", ())),
-            tuple(
-                Departure(
-                    d.get("test"),
-                    d["requirement"],
-                    d["required"],
-                    d["actual"],
-                    title(d.get("test")),
-                )
-                for d in data.get("departures", ())
-            ),
-            planned,
-            tuple(
-                Stated(c["test"], c["requirement"], c["value"], title(c["test"]))
-                for c in data.get("choices", ())
-            ),
-            int(counts.get("judged", 0)),
-            int(counts.get("secondhand", 0)),
-        )
 
     def sources(self) -> str:
         """How much of the table the judgement rests on is secondhand, in a sentence."""

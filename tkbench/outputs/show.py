@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from tkbench import kinds
@@ -13,7 +14,6 @@ from tkbench.analysis.window import DIRECTIONS, DirMean
 from tkbench.cache import states_of
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement
-from tkbench.device.cacherecord import WriteCacheRecord
 from tkbench.device.cacherecord import describe as write_cache_text
 from tkbench.kinds.words import num as _num
 from tkbench.kinds.words import repeat_text as _repeat_text
@@ -115,8 +115,30 @@ def repeat_points(t: TestData) -> list[dict[str, Any]]:
 SHOW_SCHEMA = 1
 
 
+@dataclass(frozen=True)
+class Shown:
+    """A stored run as ``tkbench show`` has it: the run read back, its PTS judgement
+    (made once) and the ``--json`` document made of them.  The text is rendered from
+    the run's records and the judgement, and from the document only what the tests'
+    types put in it (:func:`format_summary`)."""
+
+    run: RunData
+    judged: Judgement
+    document: dict[str, Any]
+
+
+def shown(run: RunData) -> Shown:
+    # conformance to the SNIA PTS variant the stored profile declares
+    judged = judge_run(run, run.write_cache)
+    return Shown(run, judged, _document(run, judged))
+
+
 def run_summary(run: RunData) -> dict[str, Any]:
     """The ``show --json`` document of a stored run."""
+    return shown(run).document
+
+
+def _document(run: RunData, judged: Judgement) -> dict[str, Any]:
     m = run.manifest
     staged = {t.name: stage_parts(t, run.tests) for t in run.tests}
     return {
@@ -135,8 +157,7 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "resumes": [dump(r) for r in m.resumes],
         # RUN/write-cache.json as stored (null for runs made before tkbench set it)
         "write_cache": None if (wc := run.write_cache) is None else wc.to_dict(),
-        # conformance to the SNIA PTS variant the stored profile declares
-        "pts": judge_run(run, wc).to_dict(),
+        "pts": judged.to_dict(),
         "tests": [
             {**test_summary(t), **test_parts(t, m.target), **staged[t.name]} for t in run.tests
         ],
@@ -162,38 +183,31 @@ def procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, dic
     return out
 
 
-def _cache_text(data: dict[str, Any] | None) -> str:
-    return write_cache_text(WriteCacheRecord.from_dict(data) if data else None)
-
-
 def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
-def format_summary(s: dict[str, Any]) -> str:
-    ident = s.get("target_identity") or {}
+def format_summary(shown: Shown) -> str:
+    """``tkbench show``'s text of a run."""
+    run, s = shown.run, shown.document
+    m = run.manifest
+    device = m.target.device
     lines = [
-        f"Run       {s['run_dir']}  [{s['status']}]",
-        f"Profile   {s['profile']}    tkbench {s['tkbench_version']}, {s['fio_version']}",
-        f"Target    {s['target']}  {ident.get('model', '')} "
-        f"{human_bytes(ident.get('capacity_bytes', 0))}",
-        f"Started   {_when(s['started'])}   ended {_when(s['ended'])}"
-        + (
-            f"   ({format_duration(s['ended'] - s['started'])})"
-            if s.get("ended") and s.get("started")
-            else ""
-        ),
+        f"Run       {run.root}  [{m.status}]",
+        f"Profile   {m.profile.name}    tkbench {m.tkbench_version}, {m.fio_version}",
+        f"Target    {m.target.spec}  {device.model or ''} "
+        f"{human_bytes(device.capacity_bytes or 0)}",
+        f"Started   {_when(m.started)}   ended {_when(m.ended)}"
+        + (f"   ({format_duration(m.ended - m.started)})" if m.ended and m.started else ""),
     ]
-    lines.append(f"Cache     volatile write cache {_cache_text(s.get('write_cache'))}")
-    if s.get("pts"):
-        titles = {t["name"]: t["title"] for t in s["tests"]}
-        pts = Judgement.from_dict(s["pts"], titles).lines()
-        lines.append(f"PTS       {pts[0]}")
-        lines += [f"        {line}" for line in pts[1:]]
-    if s.get("error"):
-        lines.append(f"Error     {s['error']}")
-    for r in s.get("resumes", []):
-        lines.append(f"Resumed   {_when(r.get('at'))}: test {r.get('test')}, {r.get('action')}")
+    lines.append(f"Cache     volatile write cache {write_cache_text(run.write_cache)}")
+    pts = shown.judged.lines()
+    lines.append(f"PTS       {pts[0]}")
+    lines += [f"        {line}" for line in pts[1:]]
+    if m.error:
+        lines.append(f"Error     {m.error}")
+    for r in m.resumes:
+        lines.append(f"Resumed   {_when(r.at)}: test {r.test}, {r.action}")
     for t in s["tests"]:
         lines.append("")
         verdict = kind_named(t["kind"]).state(
