@@ -616,3 +616,13 @@ def test_host_labels_in_fios_client_form() -> None:
     assert host_label(job) == "10.1.1.2,8765"
     assert host_label(replace(job, hostname="/run/fio.sock")) == "sock:/run/fio.sock"
     assert host_label(replace(job, hostname="fd00::2", port=9000)) == "ip6:fd00::2,9000"
+
+
+def test_the_cpu_fio_used_is_read_with_the_job() -> None:
+    """usr_cpu + sys_cpu is a field of the parsed job (the round's cpu_pct), not a key
+    the summary looks up in the raw entry; a value that is no number counts as 0."""
+    out = load("fio-3.33_jsonplus-bins_randwrite_file_generated.json")
+    (job,) = out.jobs
+    assert job.cpu_pct == round(7.86 + 42.24, 3)
+    text = json.dumps({"jobs": [{"jobname": "x", "usr_cpu": "busy", "sys_cpu": 1.5}]})
+    assert parse(text).jobs[0].cpu_pct == 0.0

@@ -89,6 +89,9 @@ class JobStats:
     job_start_ms: int | None = None  # epoch ms (fio >= 3.35)
     # unified_rw_reporting: fio reports reads, writes and trims together as "mixed"
     mixed: DirStats = field(default_factory=DirStats)
+    # the host CPU fio's threads used, percent of one CPU (usr_cpu + sys_cpu; with group
+    # reporting fio sums its jobs); 0 where fio said no number (and for combine()'s)
+    cpu_pct: float = 0.0
     # the job entry exactly as decoded, for fields not modelled here (steadystate, cpu...)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -256,8 +259,16 @@ def _job_from_entry(entry: object, index: int, vtuple: tuple[int, int] | None) -
         port=_opt_int(entry, "port", where),
         options=_options(entry.get("job options")),
         job_start_ms=_opt_int(entry, "job_start", where),
+        cpu_pct=_cpu_pct(entry),
         raw=entry,
     )
+
+
+def _cpu_pct(entry: Mapping[str, Any]) -> float:
+    try:
+        return round(float(entry.get("usr_cpu", 0.0)) + float(entry.get("sys_cpu", 0.0)), 3)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _dir_from_obj(obj: object, vtuple: tuple[int, int] | None, where: str) -> DirStats:

@@ -69,18 +69,9 @@ def point_summary(
         **dump(point.record()),
         fio_job=job.name,
         **_measured(point, job, with_bins),
-        cpu_pct=_cpu(job),
+        cpu_pct=job.cpu_pct,
         hosts=tuple(hosts),
     )
-
-
-def _cpu(job: JobStats) -> float:
-    """The host CPU fio's threads used, percent of one CPU (user + system); with
-    group reporting fio sums its jobs."""
-    try:
-        return round(float(job.raw.get("usr_cpu", 0.0)) + float(job.raw.get("sys_cpu", 0.0)), 3)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def host_label(job: JobStats) -> str:
