@@ -1,6 +1,6 @@
 """The PTS 2.0.2 tests beyond the basic four (Host Idle Recovery, Cross-Stimulus
 Recovery, Composite Block Size Workload, DIRTH): their profile keys, their plans as
-stages, fio's per-interval logs read back, the rules of tkbench/analysis/stages.py,
+stages, fio's per-interval logs read back, the rules of tkbench/kinds/staged/results.py,
 and one real run of all four (real fio on a regular file, shrunk by
 tests/_helpers.py FAST)."""
 
@@ -18,9 +18,9 @@ import pytest
 
 from tests._helpers import STAGE_TESTS, sets
 from tkbench import cli, profile
-from tkbench.analysis import stages
 from tkbench.analysis.window import window, window_records
 from tkbench.fio import logs as fiologs
+from tkbench.kinds.staged import results as stages
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import Series
 from tkbench.rundir.store import load_run

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tkbench import kinds
 from tkbench.conformance.judge import (
     judge,
     purge_departure,
@@ -227,9 +228,9 @@ def _ended(t: TestData, ref: TestRequirement | None, capacity: int, title: str) 
 
 
 def _unfinished(t: TestData) -> str:
-    if t.plan.stage == "groups":
-        n = t.parts
-        return f"not finished ({n} of {len(t.plan.points)} groups stored)"
+    word = kinds.of_plan(t.plan).parts_word
+    if word:  # a stage whose parts are units of its own, counted from none on
+        return f"not finished ({t.parts} of {len(t.plan.points)} {word} stored)"
     if t.parts:
         return f"not finished ({t.parts} of {len(t.plan.points)} parts stored)"
     n = len(t.rounds)

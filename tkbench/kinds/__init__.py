@@ -18,7 +18,8 @@ test type is a module here, its entry in :data:`TYPES`, and its templates.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from tkbench.kinds import basic, copy, sweep, vfile
 from tkbench.kinds.base import Context, TestType
@@ -43,12 +44,28 @@ TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
 CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
 SPEC_KEYS = staged.KEYS
 
-__all__ = ["CHECKS", "SPEC_KEYS", "TYPES", "Context", "TestType", "named", "of_plan", "of_spec"]
+__all__ = [
+    "CHECKS",
+    "SPEC_KEYS",
+    "TYPES",
+    "Context",
+    "TestType",
+    "named",
+    "of_keys",
+    "of_plan",
+    "of_spec",
+]
 
 
 def of_spec(spec: TestSpec) -> TestType:
     """The type of a profile's test."""
     return next(t for t in TYPES if t.claims(spec))
+
+
+def of_keys(t: Mapping[str, Any]) -> TestType:
+    """The type of a profile's test as its keys stand after every type's check
+    (:data:`CHECKS`), before they are a :class:`TestSpec`."""
+    return next(ty for ty in TYPES if ty.claims_keys(t))
 
 
 def of_plan(plan: TestPlan) -> TestType:

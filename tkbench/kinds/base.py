@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tkbench import cache
 from tkbench.plan.model import PlannedTest, Point
 
 if TYPE_CHECKING:
@@ -51,6 +52,23 @@ class TestType:
     # its points are cells of its own table (keys other than block size x mix), so the
     # per-point tables, the convergence plot and repeatability leave them out
     own_tables = False
+    # each point runs at a load of its own (a sweep's buffer counts, a virtual file's
+    # threads), so the report states the loads per point, not the test's workload
+    loads_per_point = False
+    # the page cache: whether a profile's test of this type takes a ``cache`` state (and
+    # if not, why, as the profile's error says), and the state its stored points ran
+    # with when they state none
+    takes_cache = True
+    no_cache_why = ""
+    unstated_cache = "as-is"
+    # what a stage run in parts calls its parts when a run reports them unfinished
+    # ("": parts, and only once one is stored)
+    parts_word = ""
+    # whether its test may repeat until its runs agree (``repeat_until``)
+    repeats_until = True
+    # whether a steady test of it names its tracking variables (False: its stages
+    # choose their own)
+    needs_tracking = True
 
     # ------------------------------------------------------------------ recognising
     def claims(self, spec: TestSpec) -> bool:
@@ -59,6 +77,11 @@ class TestType:
 
     def stored(self, plan: TestPlan) -> bool:
         """Whether a stored test (its ``test.json``) is of this type."""
+        raise NotImplementedError
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        """Whether a profile's test, as its keys stand after every type's check
+        (:data:`tkbench.kinds.CHECKS`), is of this type."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ planning
@@ -94,6 +117,13 @@ class TestType:
         return True
 
     # ------------------------------------------------------------------ results
+    def cache_states(self, plan: TestPlan) -> list[str]:
+        """The page-cache states a stored test's points ran with, in plan order (none
+        where the cache was not in play: tkbench.cache.states_of)."""
+        return cache.states_of(
+            (p.cache for p in plan.points), plan.workload.direct, self.unstated_cache
+        )
+
     def figure_names(self, spec: TestSpec) -> set[str] | None:
         """Every headline figure name a test of this spec will have (None: none)."""
         return None

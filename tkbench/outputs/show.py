@@ -10,7 +10,6 @@ from tkbench.analysis import TestAnalysis, analyze_test
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.analysis.stoprules import kind_named
 from tkbench.analysis.window import DIRECTIONS, DirMean
-from tkbench.cache import states_of
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement
 from tkbench.device.cacherecord import WriteCacheRecord
@@ -54,7 +53,7 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["parts"] = len(plan.points)
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
-    states = states_of(((p.cache, p.role) for p in plan.points), plan.workload.direct)
+    states = kinds.of_plan(plan).cache_states(plan)
     if states:
         out["cache"] = states
     if plan.workload.data_pattern == "compressible":

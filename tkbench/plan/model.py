@@ -150,6 +150,9 @@ class PlannedTest:
     # a virtual-file test (tkbench.kinds.vfile): bytes per node of its database file, which
     # fio lays out with data before the first point (0: no such file)
     node_size: int = 0
+    # its points follow each other by fio's stonewall (tkbench.fio.jobfile.render_round;
+    # its type's choice: a virtual-file test's)
+    stonewall: bool = False
 
     @classmethod
     def on_own_files(
@@ -160,6 +163,7 @@ class PlannedTest:
         notes: tuple[str, ...] = (),
         setup_seconds: float = 0.0,
         node_size: int = 0,
+        stonewall: bool = False,
     ) -> PlannedTest:
         """A test of a volume benchmark built by its own planner (a bulk-I/O sweep, a
         virtual file, a copy test): on its own files, so no purge and no
@@ -176,6 +180,7 @@ class PlannedTest:
             notes=notes,
             setup_seconds=setup_seconds,
             node_size=node_size,
+            stonewall=stonewall,
         )
 
     @property

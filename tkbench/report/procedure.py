@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tkbench import cache
-from tkbench.analysis.copy import TITLES as COPY_SETS
 from tkbench.analysis.segments import last_segment, segment_of
+from tkbench.kinds import of_plan
+from tkbench.kinds.results.copy import TITLES as COPY_SETS
 from tkbench.plan.build import pattern_text
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label, tracking_of
@@ -26,7 +27,7 @@ from tkbench.units import format_size
 
 def outstanding(plan: TestPlan) -> str:
     jobs, qd = plan.workload.numjobs, plan.workload.iodepth
-    if plan.points and all(p.role in ("sweep", "vfile") for p in plan.points):
+    if plan.points and of_plan(plan).loads_per_point:
         # each point its own load (a sweep's buffer counts, a virtual file's threads)
         loads = sorted({(p.numjobs, p.iodepth) for p in plan.points})
         return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
@@ -99,7 +100,7 @@ def block_sizes(plan: TestPlan) -> str:
 
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
-    if plan.kind == "copy":  # no fio workload: its sets and how they are copied
+    if not of_plan(plan).runs_fio:  # no fio workload: its sets and how they are copied
         return copy_parameters(plan, stop_rule(plan, capacity))
     wl = plan.workload
     pts = plan.points
@@ -133,7 +134,7 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
         Row("Stop rule", stop_rule(plan, capacity)),
     ]
     # the page cache where it was in play (buffered I/O) or stated (tkbench.cache)
-    states = cache.states_of(((p.cache, p.role) for p in pts), wl.direct)
+    states = of_plan(plan).cache_states(plan)
     if states:
         text = "; ".join(cache.describe(s, wl.drop_caches) for s in states)
         rows.insert(rows.index(io_row) + 1, Row("Page cache", text))

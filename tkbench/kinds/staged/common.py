@@ -206,9 +206,16 @@ class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
     procedures: tuple[str, ...] = ()
+    takes_cache = False
+    no_cache_why = "a test of several stages does not take a cache state"
+    repeats_until = False
+    needs_tracking = False
 
     def claims(self, spec: TestSpec) -> bool:
         return spec.procedure in self.procedures
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return t["procedure"] in self.procedures
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure in self.procedures

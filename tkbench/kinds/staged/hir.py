@@ -8,9 +8,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
-from tkbench.analysis.stages import steady_iops
+from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, base_point, intervals, stage_spec
+from tkbench.kinds.staged.results import steady_iops
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec, Tracking
 from tkbench.units import format_duration

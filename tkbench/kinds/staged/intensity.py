@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
 from tkbench.analysis.window import window, window_records
+from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import (
     NAMES,
     WRITE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
+from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, stage_spec
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 class Xsr(Staged):
     name = "xsr"
     procedures = ("xsr",)
+    parts_word = "groups"  # its one stage: the access groups
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
