@@ -456,7 +456,7 @@ def operating_test(t: planmod.PlannedTest, done: Mapping[str, TestData]) -> plan
     """The operating-point stage with its loads chosen as the engine chooses them."""
     source = done[t.derive_from]
     rounds = window_records(source.rounds, window(source))
-    chosen = stages.choose(stages.grid(rounds), t.spec.response_ceiling * 1e9)
+    chosen = stages.choose(stages.grid(rounds), t.response_ceiling * 1e9)
     return procedures.resolve(t, chosen)
 
 

@@ -50,7 +50,7 @@ def test_host_idle_recovery_is_a_steady_preconditioning_and_one_round_of_wait_st
     assert [t.label for t in pre.tracking] == ["iops 4k 0/100"]
     assert {(p.numjobs, p.iodepth) for p in pre.points} == {(4, 32)}
     rec = by["hir-recovery"]
-    assert not rec.purge and rec.spec.kind == "fixed" and rec.spec.sample == 1.0
+    assert not rec.purge and rec.spec.kind == "fixed" and rec.sample == 1.0
     waits = [p for p in rec.points if p.idle]
     assert [p.idle for p in waits] == [5.0, 10.0, 15.0, 25.0, 50.0]
     assert all(p.busy == 5.0 and p.runtime == 360 * (5.0 + p.idle) for p in waits)
@@ -67,7 +67,7 @@ def test_cross_stimulus_recovery_is_three_groups_back_to_back_sampled_per_minute
         (1 << 20, "sequential", "write", 8 * 3600.0),
     ]
     assert {(p.numjobs, p.iodepth) for p in xsr.points} == {(1, 32)}
-    assert xsr.spec.sample == 60.0 and xsr.purge and xsr.precondition is None
+    assert xsr.sample == 60.0 and xsr.purge and xsr.precondition is None
 
 
 def test_composite_block_size_workload_stages() -> None:

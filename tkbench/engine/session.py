@@ -247,7 +247,7 @@ class Engine:
         if source is None or not source.finished:
             raise DeviceError(f"test {test.name}: stage {test.derive_from} has not completed")
         rounds = window_records(source.rounds, window(source))
-        chosen = stages.choose(stages.grid(rounds), test.spec.response_ceiling * 1e9)
+        chosen = stages.choose(stages.grid(rounds), test.response_ceiling * 1e9)
         for op in chosen:
             self.store.log(
                 f"test {test.name}: {procedures.TITLES[op.name]} = T{op.numjobs}/Q{op.iodepth} "

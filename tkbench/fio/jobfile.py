@@ -485,7 +485,7 @@ def round_jobfile(
         extra_global=extra,
         starts=starts,
         follow=follow,
-        sample=test.spec.sample,
+        sample=test.sample,
         compress_percentage=wl.compress_percentage,
         drop_caches=test.spec.drop_caches,
         stonewall=test.stonewall,

@@ -39,14 +39,11 @@ if TYPE_CHECKING:
 # asked in this order; the basic type, last, claims every test the others do not
 TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
 
-# each type's checks of a profile's test, in this order (tkbench.profile.build), and
-# the keys of its own that a TestSpec holds
+# each type's checks of a profile's test, in this order (tkbench.profile.build)
 CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
-SPEC_KEYS = staged.KEYS
 
 __all__ = [
     "CHECKS",
-    "SPEC_KEYS",
     "TYPES",
     "Context",
     "TestType",

@@ -21,6 +21,7 @@ from tkbench.kinds.staged.common import (
     intervals,
     load_spec,
     operating_points,
+    own,
     stage_spec,
 )
 from tkbench.plan.model import PlannedTest, Point
@@ -38,13 +39,14 @@ class Intensity(Staged):
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
     ) -> list[PlannedTest]:
-        top_t, top_q = max(spec.threads), max(spec.iodepths)
+        o = own(spec)
+        top_t, top_q = max(o.threads), max(o.iodepths)
         mix = spec.mixes[0]
         write = base_point(spec, bss, WRITE, top_t, top_q, spec.point_runtime)
         spec = load_spec(spec, top_t, top_q)
         pre = PlannedTest(
             name=f"{spec.name}-precondition",
-            spec=stage_spec(spec, "steady", intervals=spec.intervals),
+            spec=stage_spec(spec, "steady", intervals=o.intervals),
             title=f"{spec.title}: preconditioning",
             purge=spec.purge,
             precondition=None,
@@ -55,12 +57,12 @@ class Intensity(Staged):
             stage="precondition",
         )
         grid: list[Point] = []
-        if spec.prewrite > 0:
+        if o.prewrite > 0:
             grid.append(
-                dataclasses.replace(write, runtime=spec.prewrite, role="prewrite", tag="pre-write")
+                dataclasses.replace(write, runtime=o.prewrite, role="prewrite", tag="pre-write")
             )
-        for t in spec.threads:  # PTS: thread count outer, queue depth inner
-            for q in spec.iodepths:
+        for t in o.threads:  # PTS: thread count outer, queue depth inner
+            for q in o.iodepths:
                 grid.append(
                     dataclasses.replace(
                         write,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tkbench.kinds.staged import results as stages
-from tkbench.kinds.staged.common import Staged, stage_spec
+from tkbench.kinds.staged.common import Staged, own, stage_spec
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec
 
@@ -23,6 +23,7 @@ class Xsr(Staged):
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
     ) -> list[PlannedTest]:
+        o = own(spec)
         wl = spec.workload
         points = tuple(
             Point(
@@ -35,12 +36,12 @@ class Xsr(Staged):
                 runtime=g.duration,
                 tag=f"group {i + 1}",
             )
-            for i, g in enumerate(spec.groups)
+            for i, g in enumerate(o.groups)
         )
         return [
             PlannedTest(
                 name=spec.name,
-                spec=stage_spec(spec, "fixed", repeat=1, sample=spec.sample or 60.0),
+                spec=stage_spec(spec, "fixed", repeat=1, sample=o.sample or 60.0),
                 title=spec.title,
                 purge=spec.purge,
                 precondition=None,
