@@ -25,7 +25,6 @@ from tkbench.conformance.judge import (
 from tkbench.conformance.plan import cache_departure, setting_words
 from tkbench.conformance.pts import (
     BY_NAME,
-    COMMON,
     VARIANTS,
     Departure,
     Judgement,
@@ -35,9 +34,10 @@ from tkbench.conformance.pts import (
 )
 from tkbench.conformance.ptsstages import STAGED
 from tkbench.conformance.requirements.basic import wsat_rule
-from tkbench.conformance.requirements.words import times
 from tkbench.device.cacherecord import ABSENT, WriteCacheRecord
 from tkbench.errors import ProfileError
+from tkbench.kinds.pts.common import COMMON
+from tkbench.kinds.pts.words import times
 from tkbench.profile.build import build
 from tkbench.rundir.records import Manifest, Resume, Round, TestPlan
 from tkbench.rundir.store import RunData, TestData

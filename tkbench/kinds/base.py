@@ -26,6 +26,8 @@ from tkbench.plan.model import PlannedTest, Point
 
 if TYPE_CHECKING:
     from tkbench.analysis.figure import Figure
+    from tkbench.kinds.pts.rows import Requirement
+    from tkbench.kinds.staged.reference import StagedRequirement
     from tkbench.profile.model import Profile, TestSpec, VolumeSpec
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
@@ -115,6 +117,21 @@ class TestType:
     def lists_point(self, pt: Point) -> bool:
         """Whether the plan lists this point on a line of its own."""
         return True
+
+    # ------------------------------------------------------------------ the PTS
+    # a test of several stages: the profile's ``procedure`` values it runs, and the
+    # stages (tkbench.plan.model.PlannedTest.stage) each becomes
+    procedures: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ()
+
+    def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
+        """The PTS 2.0.2 requirement rows of one stage of a procedure of this type
+        (tkbench.conformance collects them: ``requirements.TABLE``)."""
+        return ()
+
+    def pts_reference(self, procedure: str) -> StagedRequirement | None:
+        """What the PTS requires of a procedure of this type (None: no PTS test)."""
+        return None
 
     # ------------------------------------------------------------------ results
     def cache_states(self, plan: TestPlan) -> list[str]:

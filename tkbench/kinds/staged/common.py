@@ -35,6 +35,9 @@ from typing import Any
 
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.pts.rows import IMPL, Requirement, Source
+from tkbench.kinds.staged import rows
+from tkbench.kinds.staged.reference import StagedRequirement
 from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
 from tkbench.profile.model import COMPOSITE, FamilySpec, Group, Mix, TestSpec
 from tkbench.rundir.records import OperatingPoint, TestPlan
@@ -222,14 +225,23 @@ def check(
 class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
-    procedures: tuple[str, ...] = ()
     takes_cache = False
     no_cache_why = "a test of several stages does not take a cache state"
     repeats_until = False
     needs_tracking = False
 
+    # where its reference values come from (its rows' source), and the values
+    source = ""
+    references: tuple[StagedRequirement, ...] = ()
+
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, StagedSpec) and spec.family.procedure in self.procedures
+
+    def pts_reference(self, procedure: str) -> StagedRequirement | None:
+        return next((r for r in self.references if r.procedure == procedure), None)
+
+    def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
+        return rows.stage_rows(Source(IMPL, self.source), stage)
 
     def claims_keys(self, t: Mapping[str, Any]) -> bool:
         return t["procedure"] in self.procedures

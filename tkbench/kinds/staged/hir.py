@@ -8,8 +8,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, base_point, intervals, own, stage_spec
+from tkbench.kinds.staged.reference import K, StagedRequirement
 from tkbench.kinds.staged.results import steady_iops
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec, Tracking
@@ -19,9 +21,25 @@ if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
 
 
+# what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
+PTS = StagedRequirement(
+    "hir",
+    "Host Idle Recovery",
+    tracked="last",
+    block_size=4 * K,
+    wait_states=(5.0, 10.0, 15.0, 25.0, 50.0),
+    bursts=360,
+    burst=5.0,
+    baseline=1800.0,
+)
+
+
 class Hir(Staged):
     name = "hir"
     procedures = ("hir",)
+    stages = ("precondition", "recovery")
+    source = f"{I_AD}; cloudharmony; Fateast/ssd-test (PTS-E 1.1 §11)"
+    references = (PTS,)
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, own, stage_spec
+from tkbench.kinds.staged.reference import HOUR, K, StagedRequirement
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec
 
@@ -15,9 +17,26 @@ if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
 
 
+# what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
+PTS = StagedRequirement(
+    "xsr",
+    "Cross-Stimulus Recovery",
+    load=(1, 32),
+    sample=60.0,
+    groups=(
+        (1024 * K, "sequential", 8 * HOUR),
+        (8 * K, "random", 6 * HOUR),
+        (1024 * K, "sequential", 8 * HOUR),
+    ),
+)
+
+
 class Xsr(Staged):
     name = "xsr"
     procedures = ("xsr",)
+    stages = ("groups",)
+    source = f"{I_AD} (its constants)"
+    references = (PTS,)
     parts_word = "groups"  # its one stage: the access groups
 
     def build(
