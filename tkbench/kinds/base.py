@@ -66,6 +66,9 @@ class TestType:
     # what a stage run in parts calls its parts when a run reports them unfinished
     # ("": parts, and only once one is stored)
     parts_word = ""
+    # the name of its own part of a test's report chapter ("": none; tkbench.report.parts
+    # maps the name to what the report builds: the report lies above the types)
+    report_part = ""
     # whether its test may repeat until its runs agree (``repeat_until``)
     repeats_until = True
     # whether a steady test of it names its tracking variables (False: its stages

@@ -310,6 +310,7 @@ class Copy(TestType):
     (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
 
     name = "copy"
+    report_part = "copy"  # tkbench.report.parts
     runs_fio = False
     addresses_target = False  # its sources and copies, not the ActiveRange
     takes_cache = False  # its sources start cold, its copies go through the page cache

@@ -196,6 +196,7 @@ class Sweep(TestType):
     """A bulk-I/O sweep: its cells are buffer size x count x mode on one shared file."""
 
     name = "sweep"
+    report_part = "sweep"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
     loads_per_point = True

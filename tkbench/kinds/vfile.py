@@ -193,6 +193,7 @@ class Vfile(TestType):
     shared database file."""
 
     name = "vfile"
+    report_part = "vfile"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
     loads_per_point = True

@@ -153,9 +153,9 @@ def _procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, An
 
 
 def procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{"hir": {"wait_states": [...]}, "xsr": {"transitions": [...]}, "cbw":
-    {"operating_points": {...}}, ...}``: the stage keys of each such test, from its
-    stages' parts (``staged``: by test name)."""
+    """``{TEST: {"wait_states": [...]}, TEST: {"transitions": [...]}, TEST:
+    {"operating_points": {...}}, ...}``: the stage keys of each such test, by its
+    profile's test name, from its stages' parts (``staged``: by test name)."""
     out: dict[str, dict[str, Any]] = {}
     for t in run.tests:
         keep = {k: v for k, v in staged[t.name].items() if k not in ("procedure", "stage", "grid")}

@@ -14,12 +14,11 @@ from typing import Any
 from tkbench import cache
 from tkbench.analysis.segments import last_segment, segment_of
 from tkbench.kinds import of_plan
-from tkbench.kinds.results.copy import TITLES as COPY_SETS
 from tkbench.plan.build import pattern_text
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label, tracking_of
 from tkbench.report.model import Row
-from tkbench.report.sections import section_for
+from tkbench.report.parts import part_of, section_for
 from tkbench.rundir.records import Precondition, Purge, TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import format_size
@@ -100,8 +99,9 @@ def block_sizes(plan: TestPlan) -> str:
 
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
-    if not of_plan(plan).runs_fio:  # no fio workload: its sets and how they are copied
-        return copy_parameters(plan, stop_rule(plan, capacity))
+    own = part_of(plan).parameters(t, stop_rule(plan, capacity))
+    if own is not None:  # no fio workload (a copy test: its sets and how they are copied)
+        return own
     wl = plan.workload
     pts = plan.points
     runtimes = sorted({p.runtime for p in pts})
@@ -159,26 +159,6 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
             )
         )
     return tuple(rows)
-
-
-def copy_parameters(plan: TestPlan, stop: str) -> tuple[Row, ...]:
-    """A copy test's procedure table (tkbench.kinds.copy): its sets, data patterns, buffer
-    and how each copy is timed."""
-    sets = []
-    for p in plan.points:
-        text = f"{COPY_SETS.get(p.copy_set, p.copy_set)}: {p.files} files, {fmt.gb(p.size)}"
-        if text not in sets:
-            sets.append(text)
-    buffer = format_size(plan.points[0].bs) if plan.points else "?"
-    return (
-        Row("File sets", "; ".join(sets)),
-        Row("Data patterns", ", ".join(dict.fromkeys(p.data for p in plan.points))),
-        Row("Copy", f"within the volume, read() and write() through one {buffer} buffer"),
-        Row("Timed", "until every copied file and folder is fsynced"),
-        Row("Cache", "the sources' cached pages dropped before every copy"),
-        Row("Purge", "none (a volume benchmark)"),
-        Row("Stop rule", stop),
-    )
 
 
 def outcome(t: TestData, capacity: int = 0) -> str:

@@ -5,7 +5,9 @@ repetitions) has a section here that says what its chapter holds and how it spea
 its verdict sentence, its stop rule in words, what it says of a preconditioning it
 does not have, how its outcome ends, and whether it shows per-point tables or a
 saturation series.  A new kind of test is a new class here (and its kind), not a
-branch in every module of the report.
+branch in every module of the report.  A stage's section (:class:`StageSection`, by
+:data:`STAGES`) is the staged test types' report part (:mod:`.parts`, which also
+says which section a stored test gets: ``section_for``).
 """
 
 from __future__ import annotations
@@ -250,8 +252,9 @@ SECTIONS: dict[str, Section] = {
 }
 
 
-# stage -> its section: its chapter, whether the convergence plot and per-round table
-# stay, whether it is the test's preconditioning, whether it is the test's first stage
+# stage -> its section (the staged types' part, tkbench.report.parts): its chapter,
+# whether the convergence plot and per-round table stay, whether it is the test's
+# preconditioning, whether it is the test's first stage
 STAGES: dict[str, Callable[[Section], StageSection]] = {
     "precondition": lambda b: StageSection(b, None, per_point=True, preconditions=True),
     "recovery": lambda b: StageSection(b, stages.host_idle, per_point=False),
@@ -259,14 +262,3 @@ STAGES: dict[str, Callable[[Section], StageSection]] = {
     "intensity": lambda b: StageSection(b, stages.intensity, per_point=True),
     "operating": lambda b: StageSection(b, stages.operating, per_point=False),
 }
-
-
-def section_for(plan: TestPlan) -> Section:
-    """The report section of a stored test's kind (and stage)."""
-    try:
-        base = SECTIONS[plan.kind]
-    except KeyError:
-        raise ValueError(f"no report section for test kind {plan.kind!r}") from None
-    if plan.stage in STAGES:
-        return STAGES[plan.stage](base)
-    return base

@@ -225,6 +225,7 @@ def check(
 class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
+    report_part = "stages"  # tkbench.report.parts: each stage's chapter
     takes_cache = False
     no_cache_why = "a test of several stages does not take a cache state"
     repeats_until = False
