@@ -27,11 +27,12 @@ import numpy as np
 
 from tkbench import __version__
 from tkbench import profile as profilemod
-from tkbench.analysis import segment_verdicts, stages, steady, test_result
+from tkbench.analysis import segment_verdicts, steady, test_result
 from tkbench.analysis.window import window, window_records
 from tkbench.fio import jobfile
 from tkbench.fio.output import bucket_value, percentile_from_bins
 from tkbench.kinds.staged import common as procedures
+from tkbench.kinds.staged import results as stages
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
 from tkbench.rundir.store import RunStore, TestData
@@ -455,7 +456,7 @@ def operating_test(t: planmod.PlannedTest, done: Mapping[str, TestData]) -> plan
     """The operating-point stage with its loads chosen as the engine chooses them."""
     source = done[t.derive_from]
     rounds = window_records(source.rounds, window(source))
-    chosen = stages.choose(stages.grid(rounds), t.spec.response_ceiling * 1e9)
+    chosen = stages.choose(stages.grid(rounds), t.response_ceiling * 1e9)
     return procedures.resolve(t, chosen)
 
 

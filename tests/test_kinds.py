@@ -3,6 +3,7 @@ from the stored test, and a package that imports in any order."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,10 @@ import pytest
 
 from tkbench import kinds
 from tkbench import profile as profilemod
+from tkbench.conformance import requirements
+from tkbench.conformance.ptsstages import STAGED
 from tkbench.plan import build as planmod
+from tkbench.report.parts import PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 1 << 30
@@ -85,3 +89,62 @@ def test_the_planning_modules_import_first_in_any_order(module: str) -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+
+
+# a test type's name in quotes, a stage or procedure compared, a sweep's or a virtual
+# file's key read as a sentinel: code asking which type a test is
+TYPE_BRANCH = re.compile(
+    r'"(hir|xsr|cbw|dirth|copy|sweep|vfile)"|procedure ==|stage ==|\.modes\b|\.nodes\b'
+)
+# the lines outside tkbench/kinds/ that match and ask no such thing
+NOT_BRANCHES = {
+    # the names a profile's key takes (the schema lies below the types)
+    ("tkbench/profile/model.py", 'KINDS = ("steady", "saturation", "fixed", "copy")'),
+    ("tkbench/profile/model.py", 'PROCEDURES = ("", "hir", "xsr", "cbw", "dirth")'),
+    # the copy stop rule's name in the registry of stop rules, and its report section's
+    ("tkbench/analysis/stoprules.py", 'name = "copy"'),
+    ("tkbench/report/sections.py", 'kind = "copy"'),
+    # the demo profile's test names, not types
+    ("tkbench/engine/runs.py", 'for name in ("cbw", "dirth")'),
+    # a sweep's and a virtual file's report parts reading their own results
+    ("tkbench/report/sweep.py", "for m in sw.modes:"),
+    ("tkbench/report/sweep.py", "rows += [_row(m.title, m.best) for m in sw.modes]"),
+    ("tkbench/report/vfile.py", 'f"A database of {vf.nodes:,} nodes in one file on this volume: "'),
+    ("tkbench/report/vfile.py", 'f"{vf.nodes:,} nodes of {vf.node_size:,} bytes in one file "'),
+}
+
+
+def test_no_code_outside_the_types_asks_which_type_a_test_is() -> None:
+    """Outside tkbench/kinds/ code asks a test's type (kinds.of_spec, of_plan, of_keys)
+    and never names one, so that adding a type touches none of it (docs/architecture.md,
+    "A test type")."""
+    root = Path(kinds.__file__).parents[2]
+    found = set()
+    for path in sorted((root / "tkbench").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("tkbench/kinds/"):
+            continue
+        for line in path.read_text().splitlines():
+            if TYPE_BRANCH.search(line):
+                found.add((rel, line.strip()))
+    assert found == NOT_BRANCHES
+
+
+def test_each_staged_type_carries_its_requirement_rows_and_reference() -> None:
+    """The PTS rows and reference values of a test of several stages are its type's;
+    conformance holds no list of procedures or stages of its own."""
+    staged = [t for t in kinds.TYPES if t.procedures]
+    assert {p for t in staged for p in t.procedures} == set(STAGED) == set(requirements.STAGES)
+    for t in staged:
+        for proc in t.procedures:
+            assert STAGED[proc] is t.pts_reference(proc)
+            assert requirements.STAGES[proc] == t.stages
+            for stage in t.stages:
+                rows = [(r.name, r.params, r.source) for r in t.requirement_rows(proc, stage)]
+                table = requirements.rows_for(f"{proc}/{stage}")
+                assert rows and rows == [(r.name, r.params, r.source) for r in table]
+
+
+def test_every_report_part_a_type_names_is_one_the_report_has() -> None:
+    named = {t.report_part for t in kinds.TYPES}
+    assert named <= set(PARTS) and "" in named

@@ -1,6 +1,6 @@
 """The PTS 2.0.2 tests beyond the basic four (Host Idle Recovery, Cross-Stimulus
 Recovery, Composite Block Size Workload, DIRTH): their profile keys, their plans as
-stages, fio's per-interval logs read back, the rules of tkbench/analysis/stages.py,
+stages, fio's per-interval logs read back, the rules of tkbench/kinds/staged/results.py,
 and one real run of all four (real fio on a regular file, shrunk by
 tests/_helpers.py FAST)."""
 
@@ -18,9 +18,9 @@ import pytest
 
 from tests._helpers import STAGE_TESTS, sets
 from tkbench import cli, profile
-from tkbench.analysis import stages
 from tkbench.analysis.window import window, window_records
 from tkbench.fio import logs as fiologs
+from tkbench.kinds.staged import results as stages
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import Series
 from tkbench.rundir.store import load_run
@@ -50,7 +50,7 @@ def test_host_idle_recovery_is_a_steady_preconditioning_and_one_round_of_wait_st
     assert [t.label for t in pre.tracking] == ["iops 4k 0/100"]
     assert {(p.numjobs, p.iodepth) for p in pre.points} == {(4, 32)}
     rec = by["hir-recovery"]
-    assert not rec.purge and rec.spec.kind == "fixed" and rec.spec.sample == 1.0
+    assert not rec.purge and rec.spec.kind == "fixed" and rec.sample == 1.0
     waits = [p for p in rec.points if p.idle]
     assert [p.idle for p in waits] == [5.0, 10.0, 15.0, 25.0, 50.0]
     assert all(p.busy == 5.0 and p.runtime == 360 * (5.0 + p.idle) for p in waits)
@@ -67,7 +67,7 @@ def test_cross_stimulus_recovery_is_three_groups_back_to_back_sampled_per_minute
         (1 << 20, "sequential", "write", 8 * 3600.0),
     ]
     assert {(p.numjobs, p.iodepth) for p in xsr.points} == {(1, 32)}
-    assert xsr.spec.sample == 60.0 and xsr.purge and xsr.precondition is None
+    assert xsr.sample == 60.0 and xsr.purge and xsr.precondition is None
 
 
 def test_composite_block_size_workload_stages() -> None:

@@ -14,9 +14,9 @@ import pytest
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
 from tkbench import cli
 from tkbench import profile as profilemod
-from tkbench.analysis.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.errors import ProfileError
 from tkbench.fio import jobfile
+from tkbench.kinds.results.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.kinds.sweep import FILE, MODES, combinations, own
 from tkbench.plan import build as planmod
 

@@ -16,12 +16,12 @@ import pytest
 
 from tests._helpers import layout_text
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
-from tkbench import cache, cli
+from tkbench import cache, cli, kinds
 from tkbench import profile as profilemod
-from tkbench.analysis.vfile import vfile_of
 from tkbench.engine.runs import check_drop_caches
 from tkbench.errors import InputError, ProfileError
 from tkbench.fio import jobfile
+from tkbench.kinds.results.vfile import vfile_of
 from tkbench.kinds.vfile import FILE
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import Round, TestPlan
@@ -119,7 +119,10 @@ def test_one_cache_option_per_state_and_the_sweep_uses_it() -> None:
     # the bulk-I/O sweep's points are cold through the same code
     (sweep,) = planmod.build(profilemod.load("bulk-sweep"), _info()).tests
     assert {p.cache for p in sweep.points} == {"cold"}
-    assert cache.state_of("", "sweep") == "cold" and cache.state_of("", "") == "as-is"
+    # a stored sweep's points that state no cache ran cold; others as-is, and a direct
+    # test's unstated points had none in play
+    assert cache.states_of(["", ""], True, kinds.named("sweep").unstated_cache) == ["cold"]
+    assert cache.states_of([""], False) == ["as-is"] and cache.states_of([""], True) == []
 
 
 @pytest.mark.parametrize(
@@ -229,7 +232,7 @@ def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
     with pytest.raises(ProfileError, match=r"tests\.copy\.data_patterns"):
         profilemod.load("copy", ['tests.copy.data_patterns=["compressible"]'])
     (test,) = planmod.build(prof, _info()).tests
-    assert cache.states_of(((p.cache, p.role) for p in test.points), False) == []
+    assert kinds.of_plan(test.record()).cache_states(test.record()) == []
     # one check for every drop_caches, the copy test's too (root only)
     with pytest.raises(InputError, match="only root"):
         check_drop_caches(planmod.build(prof, _info()), euid=1000)

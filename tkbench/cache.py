@@ -49,18 +49,13 @@ def describe(state: str, drop_caches: bool = False) -> str:
     return "as-is: not controlled (fio's defaults)"
 
 
-def state_of(cache: str, role: str = "") -> str:
-    """The state a stored point ran with: its ``cache``; a bulk-I/O sweep's points ran
-    cold before they said so (role "sweep"), other points without it as-is."""
-    return cache or ("cold" if role == "sweep" else "as-is")
-
-
-def states_of(points: Iterable[tuple[str, str]], direct: bool) -> list[str]:
-    """The states a stored test's points ran with, in plan order, from their
-    ``(cache, role)``; none for a test whose points all bypassed the page cache
-    without stating one (direct I/O: the cache was not in play), and none for a copy
-    test, which handles the cache itself (tkbench.kinds.copyrun: its sources start cold)."""
-    pts = [(c, role) for c, role in points if role != "copy"]
-    if not pts or (direct and not any(c or role == "sweep" for c, role in pts)):
+def states_of(caches: Iterable[str], direct: bool, unstated: str = "as-is") -> list[str]:
+    """The states a stored test's points ran with, in plan order, from their ``cache``
+    (``unstated``: the state of a point that states none; a bulk-I/O sweep's points
+    ran cold before they said so, tkbench.kinds.sweep); none for a test whose points
+    all bypassed the page cache without stating one (direct I/O: the cache was not in
+    play)."""
+    pts = list(caches)
+    if not pts or (direct and unstated == "as-is" and not any(pts)):
         return []
-    return list(dict.fromkeys(state_of(c, role) for c, role in pts))
+    return list(dict.fromkeys(c or unstated for c in pts))

@@ -72,13 +72,12 @@ def repeatability(values: Sequence[float]) -> Repeatability:
 
 def point_runs(rounds: Sequence[Round]) -> dict[tuple[int, int], list[float]]:
     """MiB/s (read plus write) of every point in each round, by point key, in round order
-    (a bulk-I/O sweep's cells and a copy test's sets apart)."""
+    (the cells of a test type's own table apart)."""
     out: dict[tuple[int, int], list[float]] = {}
     for r in rounds:
         for p in r.points:
-            # a sweep's and a virtual file's cells and a copy test's sets share keys:
-            # tkbench.analysis.sweep, .vfile, .copy
-            if p.role not in ("sweep", "vfile", "copy"):
+            # the cells of a test type's own table (a sweep's, a copy test's) share keys
+            if p.keyed:
                 out.setdefault(p.key, []).append(p.bw_bytes / MIB)
     return out
 

@@ -63,6 +63,7 @@ class Standing:
 class TestKind:
     name = ""
     has_steady_state = False  # a steady-state verdict decides and is reported
+    on_volume = False  # a volume benchmark's test may be of this kind (a fixed number of runs)
     idle_starts_segment = False  # an idle gap inside a run begins a new segment
 
     def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
@@ -204,6 +205,7 @@ class Fixed(TestKind):
     counts the runs it kept and stops where the uninterrupted one would have."""
 
     name = "fixed"
+    on_volume = True
 
     def round_bounds(self, spec: RoundSpec) -> tuple[int, int]:
         if spec.repeat_until:

@@ -1,9 +1,10 @@
 """SNIA PTS 2.0.2 as a table, and what a judgement against it says (pure).
 
-The reference is :data:`TESTS`, :data:`VARIANTS` and :data:`COMMON`: the requirements
-of PTS 2.0.2 for the four basic tests (IOPS, Throughput, Latency, Write Saturation)
-and those common to them, in the code -- never a profile file of the installation,
-so a newer tkbench with other bundled profiles judges an old run by the same text.
+The reference is :data:`TESTS`, :data:`VARIANTS` and ``COMMON``
+(:mod:`tkbench.kinds.pts.common`): the requirements of PTS 2.0.2 for the four basic
+tests (IOPS, Throughput, Latency, Write Saturation) and those common to them, in
+the code -- never a profile file of the installation, so a newer tkbench with other
+bundled profiles judges an old run by the same text.
 docs/methodology.md ("The PTS 2.0.2 requirements tkbench checks") says where each
 entry comes from.  :mod:`.conformance` applies the table to a plan or to a run's
 records and gives a :class:`Judgement`: the variant, the PTS tests judged, and every
@@ -62,22 +63,6 @@ class TestRequirement:
     max_duration: float = 0.0  # ... or seconds, whichever comes first
 
 
-@dataclass(frozen=True)
-class Common:
-    """Requirements every test shares."""
-
-    precondition_multiple: float = 2.0  # WIPC: 2x the user capacity ...
-    precondition_bs: int = 128 * K  # ... of sequential 128 KiB writes (throughput: its bs)
-    data_pattern: str = "random"
-    direct: bool = True
-    point_runtime: float = MINUTE  # every point of a round; a WSAT round is one point
-    window: int = 5  # rounds of the measurement window
-    max_excursion: float = 0.20  # data excursion within 20 % of the window mean
-    max_slope_excursion: float = 0.10  # fitted line's range within 10 % of the mean
-    rounds: int = 25  # a test may stop without steady state at round 25, not before
-
-
-COMMON = Common()
 VARIANTS: dict[str, Variant] = {
     "E": Variant("E", "PTS-E", (4, 32), 100.0, "disabled"),
     "C": Variant("C", "PTS-C", (2, 16), 75.0, "enabled"),

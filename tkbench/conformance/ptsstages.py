@@ -1,108 +1,24 @@
 """The PTS 2.0.2 tests beyond the basic four (Host Idle Recovery, Cross-Stimulus
 Recovery, Composite Block Size Workload, Demand Intensity / Response Time
-Histogram) as a reference table, and their stages judged against it (pure).
+Histogram) as a reference table (pure): each test type of several stages holds its
+own values and rows (tkbench.kinds.staged: ``PTS`` of each type's module,
+:mod:`tkbench.kinds.staged.rows`); :data:`STAGED` collects them from the registry,
+by procedure.
 
 Where each value comes from is in docs/methodology.md, "The tests beyond the basic
-four": the specification's text could not be read where tkbench was built, so
-the table follows the issue that asked for the tests and two PTS 2.0
-implementations.  Their rows (what is judged, from which source) are in
-tkbench.conformance.requirements.staged.
+four".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from tkbench import kinds
+from tkbench.kinds.staged.reference import COMPOSITE, GRID, ZONES, StagedRequirement
 
-K = 1024
-GRID = (32, 16, 8, 6, 4, 2, 1)
-COMPOSITE = (
-    (512, 4),
-    (1 * K, 1),
-    (1536, 1),
-    (2 * K, 1),
-    (2560, 1),
-    (3 * K, 1),
-    (3584, 1),
-    (4 * K, 67),
-    (8 * K, 10),
-    (16 * K, 7),
-    (32 * K, 3),
-    (64 * K, 3),
-)
-ZONES = "zoned:50/5:30/15:20/80"
-
-
-@dataclass(frozen=True)
-class StagedRequirement:
-    procedure: str
-    title: str
-    intervals: int = 30  # preconditioning rounds: 30 one-minute intervals
-    tracked: str = "last"  # the interval a preconditioning round's IOPS are read from
-    load: tuple[int, int] | None = None  # preconditioning load; None: the variant's
-    block_size: int = 0  # the stimulus' one block size (0: composite, or the operator's)
-    sample: float = 0.0  # seconds per sample the stage is reported in (0: not fixed)
-    # host idle recovery
-    wait_states: tuple[float, ...] = ()
-    bursts: int = 0
-    burst: float = 0.0
-    baseline: float = 0.0
-    # cross-stimulus recovery: (block size, pattern, seconds) in order; its load
-    groups: tuple[tuple[int, str, float], ...] = ()
-    # demand intensity
-    grid: tuple[int, ...] = ()
-    mix: int | None = None  # read % (None: the operator's choice)
-    composite: bool = False
-    prewrite: float = 0.0
-    operating_prewrite: float = 0.0
-    operating_runtime: float = 0.0
-    ceiling: float = 0.0  # seconds
-    wipc: bool = False  # workload-independent preconditioning before the first stage
-
-
-HOUR = 3600.0
 STAGED: dict[str, StagedRequirement] = {
-    "hir": StagedRequirement(
-        "hir",
-        "Host Idle Recovery",
-        tracked="last",
-        block_size=4 * K,
-        wait_states=(5.0, 10.0, 15.0, 25.0, 50.0),
-        bursts=360,
-        burst=5.0,
-        baseline=1800.0,
-    ),
-    "xsr": StagedRequirement(
-        "xsr",
-        "Cross-Stimulus Recovery",
-        load=(1, 32),
-        sample=60.0,
-        groups=(
-            (1024 * K, "sequential", 8 * HOUR),
-            (8 * K, "random", 6 * HOUR),
-            (1024 * K, "sequential", 8 * HOUR),
-        ),
-    ),
-    "cbw": StagedRequirement(
-        "cbw",
-        "Composite Block Size Workload",
-        tracked="first",
-        load=(32, 32),
-        grid=GRID,
-        mix=40,
-        composite=True,
-        prewrite=300.0,
-        operating_prewrite=HOUR,
-        operating_runtime=600.0,
-        ceiling=0.005,
-        wipc=True,
-    ),
+    proc: ref
+    for typ in kinds.TYPES
+    for proc in typ.procedures
+    if (ref := typ.pts_reference(proc)) is not None
 }
 
-# DIRTH: CBW's phases with one block size and mix of the operator's choice
-STAGED["dirth"] = replace(
-    STAGED["cbw"],
-    procedure="dirth",
-    title="Demand Intensity / Response Time Histogram",
-    mix=None,
-    composite=False,
-)
+__all__ = ["COMPOSITE", "GRID", "STAGED", "ZONES", "StagedRequirement"]

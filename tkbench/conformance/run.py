@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tkbench import kinds
 from tkbench.conformance.judge import (
     judge,
     purge_departure,
@@ -24,7 +25,6 @@ from tkbench.conformance.judge import (
 from tkbench.conformance.plan import cache_departure, setting_words
 from tkbench.conformance.pts import (
     BY_NAME,
-    COMMON,
     VARIANTS,
     Departure,
     Judgement,
@@ -34,9 +34,10 @@ from tkbench.conformance.pts import (
 )
 from tkbench.conformance.ptsstages import STAGED
 from tkbench.conformance.requirements.basic import wsat_rule
-from tkbench.conformance.requirements.words import times
 from tkbench.device.cacherecord import ABSENT, WriteCacheRecord
 from tkbench.errors import ProfileError
+from tkbench.kinds.pts.common import COMMON
+from tkbench.kinds.pts.words import times
 from tkbench.profile.build import build
 from tkbench.rundir.records import Manifest, Resume, Round, TestPlan
 from tkbench.rundir.store import RunData, TestData
@@ -227,9 +228,9 @@ def _ended(t: TestData, ref: TestRequirement | None, capacity: int, title: str) 
 
 
 def _unfinished(t: TestData) -> str:
-    if t.plan.stage == "groups":
-        n = t.parts
-        return f"not finished ({n} of {len(t.plan.points)} groups stored)"
+    word = kinds.of_plan(t.plan).parts_word
+    if word:  # a stage whose parts are units of its own, counted from none on
+        return f"not finished ({t.parts} of {len(t.plan.points)} {word} stored)"
     if t.parts:
         return f"not finished ({t.parts} of {len(t.plan.points)} parts stored)"
     n = len(t.rounds)

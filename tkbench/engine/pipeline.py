@@ -179,9 +179,9 @@ class Pipeline:
         """Wait for a round's fio; a failed run is kept in ``failed/`` and raised."""
         try:
             run = cur.process.wait()
-            if test.spec.sample > 0:  # per-interval logs, read before the directory goes
+            if test.sample > 0:  # per-interval logs, read before the directory goes
                 cur.series = {
-                    p.job_name: fiologs.read_series(cur.workdir, p.job_name, test.spec.sample)
+                    p.job_name: fiologs.read_series(cur.workdir, p.job_name, test.sample)
                     for p in test.points
                 }
             return run

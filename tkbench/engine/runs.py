@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tkbench import cache
+from tkbench import cache, kinds
 from tkbench import profile as profilemod
 from tkbench.device.safety import Guarded
 from tkbench.engine import (
@@ -295,7 +295,7 @@ def check_drop_caches(plan: planmod.Plan, hosts: Sequence[str] = (), euid: int =
     (tkbench.kinds.copyrun): refused unless tkbench runs as root, and for a fio test
     unless fio runs here (a copy test runs here whatever the fio servers)."""
     specs = [t.spec for t in plan.tests if t.spec.drop_caches]
-    fio_spec = next((s for s in specs if s.kind != "copy"), None)
+    fio_spec = next((s for s in specs if kinds.of_spec(s).runs_fio), None)
     if hosts and fio_spec is not None:
         raise InputError(
             f"test {fio_spec.name}: drop_caches = true drops this host's page cache between "

@@ -30,7 +30,6 @@ from __future__ import annotations
 import shutil
 
 from tkbench import kinds
-from tkbench.analysis import stages
 from tkbench.analysis.segments import segment_rounds
 from tkbench.analysis.stoprules import kind_named, test_result
 from tkbench.analysis.window import window, window_records
@@ -47,6 +46,7 @@ from tkbench.engine.steps import Steps
 from tkbench.errors import DeviceError, Interrupted, TkbenchError
 from tkbench.fio.runner import FioRunner
 from tkbench.kinds.staged import common as procedures
+from tkbench.kinds.staged import results as stages
 from tkbench.plan.build import Plan
 from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Manifest, Resume, Round, TargetState
@@ -247,7 +247,7 @@ class Engine:
         if source is None or not source.finished:
             raise DeviceError(f"test {test.name}: stage {test.derive_from} has not completed")
         rounds = window_records(source.rounds, window(source))
-        chosen = stages.choose(stages.grid(rounds), test.spec.response_ceiling * 1e9)
+        chosen = stages.choose(stages.grid(rounds), test.response_ceiling * 1e9)
         for op in chosen:
             self.store.log(
                 f"test {test.name}: {procedures.TITLES[op.name]} = T{op.numjobs}/Q{op.iodepth} "

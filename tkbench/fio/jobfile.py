@@ -32,14 +32,6 @@ from tkbench.units import fio_duration
 
 # bytes of each random-then-zeros region of compressible data (fio buffer_compress_chunk)
 COMPRESS_CHUNK = 512
-# Points of these roles follow each other by fio's stonewall (fio creates a point's
-# threads only when the previous point has ended) instead of waiting in the hand-off:
-# a virtual-file test's points run up to 128 threads each, and when points run longer
-# than planned (pre-reads, write-through) the threads of many later points would
-# otherwise be up early, each with its own hand-off helper, and starve the point
-# that runs (seen: a 1-thread point doing one I/O in 2 s).  They still leave the
-# hand-off's markers, and a round's first point still waits for the round before.
-STONEWALLED = ("vfile",)
 # Nominal idle time between points when fio schedules them by startdelay alone.
 DEFAULT_GUARD = 0.005
 # How far ahead of its nominal start a point's threads are brought up.
@@ -356,6 +348,7 @@ def render_round(
     sample: float = 0.0,
     compress_percentage: int = 0,
     drop_caches: bool = False,
+    stonewall: bool = False,
 ) -> str:
     """The job file of one round: one section per point, run back to back.
 
@@ -366,6 +359,14 @@ def render_round(
     (:func:`stream_starts`) places each sequential point's stream; a point without
     one starts at the beginning of its region (the first round).  ``drop_caches``:
     every cold point drops the host's page cache in its hand-off (tkbench.cache).
+
+    ``stonewall``: the points follow each other by fio's stonewall (fio creates a
+    point's threads only when the previous point has ended) instead of waiting in the
+    hand-off.  A virtual-file test's points run up to 128 threads each, and when points
+    run longer than planned (pre-reads, write-through) the threads of many later points
+    would otherwise be up early, each with its own hand-off helper, and starve the point
+    that runs (seen: a 1-thread point doing one I/O in 2 s).  They still leave the
+    hand-off's markers, and a round's first point still waits for the round before.
     """
     if follow is not None and handoff is None:
         raise ValueError("a round that follows another needs the hand-off")
@@ -392,7 +393,7 @@ def render_round(
             delay = max(0.0, shift + nominal - LEAD)
             drop = point if drop_caches and point.cache == "cold" else None
             if prev is not None:
-                if point.role not in STONEWALLED or drop is not None:
+                if not stonewall or drop is not None:
                     prerun = handoff.prerun(prev, drop=drop)
             elif follow is not None:
                 prerun = handoff.prerun(follow.last, follow.directory, drop=drop)
@@ -401,7 +402,7 @@ def render_round(
             postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
         opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
-        if point.role in STONEWALLED and prev is not None:
+        if stonewall and prev is not None:
             opts["stonewall"] = True
             # no start delay: fio starts it when the point before it ends, however
             # early (a point of one pass ends when its pass is done)
@@ -484,9 +485,10 @@ def round_jobfile(
         extra_global=extra,
         starts=starts,
         follow=follow,
-        sample=test.spec.sample,
+        sample=test.sample,
         compress_percentage=wl.compress_percentage,
         drop_caches=test.spec.drop_caches,
+        stonewall=test.stonewall,
     )
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from tkbench.analysis import headline
 from tkbench.analysis.repeat import point_repeatability, until_standing
-from tkbench.analysis.sweep import sweep_of
 from tkbench.errors import InputError
 from tkbench.kinds.figures import run_figures
+from tkbench.kinds.results.sweep import sweep_of
 from tkbench.rundir.records import Checks, Manifest
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunData

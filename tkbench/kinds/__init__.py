@@ -18,7 +18,8 @@ test type is a module here, its entry in :data:`TYPES`, and its templates.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from tkbench.kinds import basic, copy, sweep, vfile
 from tkbench.kinds.base import Context, TestType
@@ -38,17 +39,30 @@ if TYPE_CHECKING:
 # asked in this order; the basic type, last, claims every test the others do not
 TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
 
-# each type's checks of a profile's test, in this order (tkbench.profile.build), and
-# the keys of its own that a TestSpec holds
+# each type's checks of a profile's test, in this order (tkbench.profile.build)
 CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
-SPEC_KEYS = staged.KEYS
 
-__all__ = ["CHECKS", "SPEC_KEYS", "TYPES", "Context", "TestType", "named", "of_plan", "of_spec"]
+__all__ = [
+    "CHECKS",
+    "TYPES",
+    "Context",
+    "TestType",
+    "named",
+    "of_keys",
+    "of_plan",
+    "of_spec",
+]
 
 
 def of_spec(spec: TestSpec) -> TestType:
     """The type of a profile's test."""
     return next(t for t in TYPES if t.claims(spec))
+
+
+def of_keys(t: Mapping[str, Any]) -> TestType:
+    """The type of a profile's test as its keys stand after every type's check
+    (:data:`CHECKS`), before they are a :class:`TestSpec`."""
+    return next(ty for ty in TYPES if ty.claims_keys(t))
 
 
 def of_plan(plan: TestPlan) -> TestType:

@@ -21,10 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tkbench import cache
 from tkbench.plan.model import PlannedTest, Point
 
 if TYPE_CHECKING:
     from tkbench.analysis.figure import Figure
+    from tkbench.kinds.pts.rows import Requirement
+    from tkbench.kinds.staged.reference import StagedRequirement
     from tkbench.profile.model import Profile, TestSpec, VolumeSpec
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
@@ -51,6 +54,26 @@ class TestType:
     # its points are cells of its own table (keys other than block size x mix), so the
     # per-point tables, the convergence plot and repeatability leave them out
     own_tables = False
+    # each point runs at a load of its own (a sweep's buffer counts, a virtual file's
+    # threads), so the report states the loads per point, not the test's workload
+    loads_per_point = False
+    # the page cache: whether a profile's test of this type takes a ``cache`` state (and
+    # if not, why, as the profile's error says), and the state its stored points ran
+    # with when they state none
+    takes_cache = True
+    no_cache_why = ""
+    unstated_cache = "as-is"
+    # what a stage run in parts calls its parts when a run reports them unfinished
+    # ("": parts, and only once one is stored)
+    parts_word = ""
+    # the name of its own part of a test's report chapter ("": none; tkbench.report.parts
+    # maps the name to what the report builds: the report lies above the types)
+    report_part = ""
+    # whether its test may repeat until its runs agree (``repeat_until``)
+    repeats_until = True
+    # whether a steady test of it names its tracking variables (False: its stages
+    # choose their own)
+    needs_tracking = True
 
     # ------------------------------------------------------------------ recognising
     def claims(self, spec: TestSpec) -> bool:
@@ -60,6 +83,12 @@ class TestType:
     def stored(self, plan: TestPlan) -> bool:
         """Whether a stored test (its ``test.json``) is of this type."""
         raise NotImplementedError
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        """Whether a profile's test, as its keys stand after every type's check
+        (:data:`tkbench.kinds.CHECKS`), is of this type (a type that does not say
+        claims none, and the basic type's answers stand for its tests)."""
+        return False
 
     # ------------------------------------------------------------------ planning
     def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
@@ -93,7 +122,29 @@ class TestType:
         """Whether the plan lists this point on a line of its own."""
         return True
 
+    # ------------------------------------------------------------------ the PTS
+    # a test of several stages: the profile's ``procedure`` values it runs, and the
+    # stages (tkbench.plan.model.PlannedTest.stage) each becomes
+    procedures: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ()
+
+    def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
+        """The PTS 2.0.2 requirement rows of one stage of a procedure of this type
+        (tkbench.conformance collects them: ``requirements.TABLE``)."""
+        return ()
+
+    def pts_reference(self, procedure: str) -> StagedRequirement | None:
+        """What the PTS requires of a procedure of this type (None: no PTS test)."""
+        return None
+
     # ------------------------------------------------------------------ results
+    def cache_states(self, plan: TestPlan) -> list[str]:
+        """The page-cache states a stored test's points ran with, in plan order (none
+        where the cache was not in play: tkbench.cache.states_of)."""
+        return cache.states_of(
+            (p.cache for p in plan.points), plan.workload.direct, self.unstated_cache
+        )
+
     def figure_names(self, spec: TestSpec) -> set[str] | None:
         """Every headline figure name a test of this spec will have (None: none)."""
         return None

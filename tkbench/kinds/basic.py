@@ -82,6 +82,9 @@ class Basic(TestType):
     def stored(self, plan: TestPlan) -> bool:
         return True
 
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return True
+
     def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
         sector = ctx.sector
         notes: list[str] = []

@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis.copy import ROLE, TITLES, copy_rows, is_copy
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.results.copy import ROLE, TITLES, copy_rows, is_copy
 from tkbench.kinds.words import num, repeat_text
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import CopySet, FamilySpec, Mix, TestSpec, VolumeSpec
@@ -310,11 +310,20 @@ class Copy(TestType):
     (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
 
     name = "copy"
+    report_part = "copy"  # tkbench.report.parts
     runs_fio = False
     addresses_target = False  # its sources and copies, not the ActiveRange
+    takes_cache = False  # its sources start cold, its copies go through the page cache
+    no_cache_why = "a copy test does not take a cache state"
 
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, CopySpec)
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return isinstance(t.get("family"), CopySpec)
+
+    def cache_states(self, plan: TestPlan) -> list[str]:
+        return []  # its executor handles the cache (tkbench.kinds.copyrun)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_copy(plan)

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
-from tkbench.analysis.sweep import MODES, ROLE, is_sweep, sweep_of
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.results.sweep import MODES, ROLE, is_sweep, sweep_of
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import SWEEP_MODES, FamilySpec, Mix, TestSpec
@@ -196,11 +196,20 @@ class Sweep(TestType):
     """A bulk-I/O sweep: its cells are buffer size x count x mode on one shared file."""
 
     name = "sweep"
+    report_part = "sweep"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
+    loads_per_point = True
+    takes_cache = False
+    no_cache_why = "a bulk-I/O sweep is always cold"
+    unstated_cache = "cold"  # its points ran cold before they stated it
+    repeats_until = False
 
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, SweepSpec)
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return isinstance(t.get("family"), SweepSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_sweep(plan)

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
-from tkbench.analysis.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.results.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import VFILE_OPERATIONS, FamilySpec, Mix, TestSpec
@@ -107,7 +107,12 @@ def planned_test(spec: TestSpec, active: int, notes: tuple[str, ...] = ()) -> Pl
     """A virtual-file test: one round (per ``repeat``) of every point on one
     ``active``-byte database file."""
     return PlannedTest.on_own_files(
-        spec, points(spec), active, notes, node_size=own(spec).node_size
+        spec,
+        points(spec),
+        active,
+        notes,
+        node_size=own(spec).node_size,
+        stonewall=True,  # points of up to 128 threads each: tkbench.fio.jobfile.render_round
     )
 
 
@@ -188,11 +193,16 @@ class Vfile(TestType):
     shared database file."""
 
     name = "vfile"
+    report_part = "vfile"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
+    loads_per_point = True
 
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, VfileSpec)
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return isinstance(t.get("family"), VfileSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_vfile(plan)

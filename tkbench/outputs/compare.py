@@ -25,9 +25,9 @@ from tkbench.analysis.repeat import (
     point_repeatability,
     repeatability,
 )
-from tkbench.analysis.sweep import sweep_of
 from tkbench.analysis.window import window_points
 from tkbench.kinds.figures import UNITS, test_figures
+from tkbench.kinds.results.sweep import sweep_of
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_size, human_bytes

@@ -11,7 +11,6 @@ from tkbench.analysis import TestAnalysis, analyze_test
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.analysis.stoprules import kind_named
 from tkbench.analysis.window import DIRECTIONS, DirMean
-from tkbench.cache import states_of
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement
 from tkbench.device.cacherecord import describe as write_cache_text
@@ -51,7 +50,7 @@ def test_summary(t: TestData) -> dict[str, Any]:
         out["parts"] = len(plan.points)
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
-    states = states_of(((p.cache, p.role) for p in plan.points), plan.workload.direct)
+    states = kinds.of_plan(plan).cache_states(plan)
     if states:
         out["cache"] = states
     if plan.workload.data_pattern == "compressible":
@@ -172,9 +171,9 @@ def _procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, An
 
 
 def procedures(run: RunData, staged: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{"hir": {"wait_states": [...]}, "xsr": {"transitions": [...]}, "cbw":
-    {"operating_points": {...}}, ...}``: the stage keys of each such test, from its
-    stages' parts (``staged``: by test name)."""
+    """``{TEST: {"wait_states": [...]}, TEST: {"transitions": [...]}, TEST:
+    {"operating_points": {...}}, ...}``: the stage keys of each such test, by its
+    profile's test name, from its stages' parts (``staged``: by test name)."""
     out: dict[str, dict[str, Any]] = {}
     for t in run.tests:
         keep = {k: v for k, v in staged[t.name].items() if k not in ("procedure", "stage", "grid")}

@@ -13,10 +13,10 @@ from tkbench import kinds
 from tkbench.analysis.confidence import histogram_phase
 from tkbench.analysis.hosts import host_means
 from tkbench.analysis.responses import saturation_responses
-from tkbench.analysis.stages import steady_iops
 from tkbench.analysis.stoprules import kind_of
 from tkbench.analysis.thermal import temperature_of
 from tkbench.analysis.window import window, window_records
+from tkbench.kinds.staged.results import steady_iops
 from tkbench.rundir.records import TargetRecord
 from tkbench.rundir.store import TestData
 

@@ -213,14 +213,9 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             f"  round     {len(t.points)} point(s) back to back, "
             f"{format_duration(t.round_seconds)} per round"
         )
-        if s.intervals > 1:
-            lines.append(
-                f"  intervals each round repeats its point {s.intervals} times; the tracking "
-                f"variable reads the {s.tracking_interval} (the others are listed once)"
-            )
         lines += typ.detail_lines(t)
         for pt in t.points:
-            if (pt.role == "interval" and s.intervals > 1) or not typ.lists_point(pt):
+            if not typ.lists_point(pt):
                 continue
             load = f"T{pt.numjobs}/Q{pt.iodepth}"
             extra = [x for x in (pt.tag, "not measured" if pt.role == "prewrite" else "") if x]
@@ -235,15 +230,15 @@ def describe(plan: Plan, precondition_rate: float = 1e9) -> str:
             lines.append(f"  sizes     {t.points[0].bssplit} (bytes/% of I/Os)")
         if s.zones:
             lines.append(f"  zones     {t.points[0].zones} (% of accesses/% of the ActiveRange)")
-        if s.sample:
+        if t.sample:
             lines.append(
-                f"  sampled   IOPS, MB/s and mean response time every {format_duration(s.sample)}"
+                f"  sampled   IOPS, MB/s and mean response time every {format_duration(t.sample)}"
             )
         if t.derive_from:
             lines.append(
                 f"  chosen    when the stage starts, from {t.derive_from}'s measurement window: "
                 f"MaxIOPS (highest IOPS with a mean response time within "
-                f"{s.response_ceiling * 1e3:g} ms), MidIOPS, MinIOPS"
+                f"{t.response_ceiling * 1e3:g} ms), MidIOPS, MinIOPS"
             )
         lines.append(f"  stop      {kind_named(s.kind).stop_text(t.round_spec)}")
         if t.histogram_point is not None:

@@ -150,6 +150,15 @@ class PlannedTest:
     # a virtual-file test (tkbench.kinds.vfile): bytes per node of its database file, which
     # fio lays out with data before the first point (0: no such file)
     node_size: int = 0
+    # its points follow each other by fio's stonewall (tkbench.fio.jobfile.render_round;
+    # its type's choice: a virtual-file test's)
+    stonewall: bool = False
+    # a stage of a test of several stages (tkbench.kinds.staged): its test's procedure;
+    # seconds per sample of its per-interval logs (0: none); the highest mean response
+    # time of MaxIOPS where its points are chosen from another stage (0: not chosen)
+    procedure: str = ""
+    sample: float = 0.0
+    response_ceiling: float = 0.0
 
     @classmethod
     def on_own_files(
@@ -160,6 +169,7 @@ class PlannedTest:
         notes: tuple[str, ...] = (),
         setup_seconds: float = 0.0,
         node_size: int = 0,
+        stonewall: bool = False,
     ) -> PlannedTest:
         """A test of a volume benchmark built by its own planner (a bulk-I/O sweep, a
         virtual file, a copy test): on its own files, so no purge and no
@@ -176,6 +186,7 @@ class PlannedTest:
             notes=notes,
             setup_seconds=setup_seconds,
             node_size=node_size,
+            stonewall=stonewall,
         )
 
     @property
@@ -270,10 +281,10 @@ class PlannedTest:
             histogram=self.spec.histogram,
             notes=tuple(self.notes),
             ioengine_used=ioengine_used,
-            procedure=self.spec.procedure,
+            procedure=self.procedure,
             stage=self.stage,
-            sample=self.spec.sample,
-            response_ceiling=self.spec.response_ceiling if self.derive_from else 0.0,
+            sample=self.sample,
+            response_ceiling=self.response_ceiling,
             operating=self.operating,
             repeat_until=self.spec.repeat_until,
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,

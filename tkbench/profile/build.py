@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tkbench import kinds
+from tkbench.analysis.stoprules import KINDS, kind_named
 from tkbench.errors import ProfileError
 from tkbench.profile.convert import Conv
 from tkbench.profile.finding import apply_overrides, load_raw, parse_override
@@ -149,7 +150,7 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                     f"tests.{tname}.tracking",
                     f"{tr.label!r} is not a point of the test (block sizes x mixes)",
                 )
-        if t["kind"] == "steady" and not tracking and not t["procedure"]:
+        if t["kind"] == "steady" and not tracking and kinds.of_keys(t).needs_tracking:
             raise err(f"tests.{tname}.tracking", "a steady-state test needs tracking variables")
         _check_scope(scope, tname, t, err)
         _check_repeat_until(tname, t, err)
@@ -179,7 +180,8 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
                 fsync=t["fsync"],
                 end_fsync=t["end_fsync"],
                 response_histogram=t["response_histogram"],
-                **{k: t[k] for k in kinds.SPEC_KEYS},
+                bssplit=t["bssplit"],
+                zones=t["zones"],
                 family=t.pop("family", None),
                 repeat_until=t["repeat_until"],
                 repeat_max=t["repeat_max"],
@@ -255,7 +257,7 @@ def _check_repeat_until(
     key = f"tests.{tname}.repeat_until"
     if t["kind"] != "fixed":
         raise err(key, "applies to tests of kind fixed only")
-    if t["procedure"] or t["modes"]:
+    if not kinds.of_keys(t).repeats_until:
         raise err(key, "applies to plain fixed tests, not to a procedure or a bulk-I/O sweep")
     least = max(t["repeat"], 2)
     if t["repeat_max"] < least:
@@ -278,9 +280,10 @@ def _check_scope(
                     f"tests.{tname}.{key}",
                     f"a volume benchmark never purges or preconditions: set {key} = false",
                 )
-        if t["kind"] not in ("fixed", "copy"):
-            raise err(f"tests.{tname}.kind", "a volume benchmark's tests are of kind fixed or copy")
-        if not t["file_size"] and t["kind"] != "copy":
+        if not kind_named(t["kind"]).on_volume:
+            kinds_ok = " or ".join(k.name for k in KINDS.values() if k.on_volume)
+            raise err(f"tests.{tname}.kind", f"a volume benchmark's tests are of kind {kinds_ok}")
+        if not t["file_size"] and kinds.of_keys(t).runs_fio:  # not fio: it lays out its own
             raise err(f"tests.{tname}.file_size", "a volume benchmark's test needs a file_size")
     elif t["file_size"]:
         raise err(
@@ -314,17 +317,11 @@ def _cache_defaults(
     cache colder and means nothing otherwise."""
     states = t["caches"] or (t["cache"],)
     key = "caches" if t["caches"] else "cache"
-    if t["kind"] == "copy":
-        if t["cache"] != "as-is":  # its sources are cold: tkbench.kinds.copy
-            raise err(f"tests.{tname}.cache", "a copy test does not take a cache state")
-        return  # its drop_caches is its own
-    if t["cache"] != "as-is" and (t["procedure"] or t["modes"]):
-        raise err(
-            f"tests.{tname}.cache",
-            "a bulk-I/O sweep is always cold"
-            if t["modes"]
-            else "a test of several stages does not take a cache state",
-        )
+    typ = kinds.of_keys(t)
+    if t["cache"] != "as-is" and not typ.takes_cache:
+        raise err(f"tests.{tname}.cache", typ.no_cache_why)
+    if not typ.runs_fio:
+        return  # its page cache and drop_caches are its executor's (a copy test's)
     if "warm" in states and wl["direct"]:
         raise err(
             f"tests.{tname}.{key}",

@@ -326,7 +326,7 @@ class ReportSpec:
 
 class FamilySpec:
     """The keys of a profile's test that belong to its type alone (a dataclass of
-    :mod:`tkbench.kinds`: ``SweepSpec``, ``CopySpec``, ``VfileSpec``)."""
+    :mod:`tkbench.kinds`: ``SweepSpec``, ``CopySpec``, ``VfileSpec``, ``StagedSpec``)."""
 
 
 @dataclass(frozen=True)
@@ -360,27 +360,13 @@ class TestSpec:
     # seconds of the response-time histogram phase after the rounds (0: none)
     response_histogram: float = 0.0
 
-    # tests of several stages (tkbench.kinds.staged; "" for the basic kinds)
-    procedure: str = ""
-    intervals: int = 1  # a round repeats each point this many times (PTS: 30 one-minute intervals)
-    tracking_interval: str = "last"  # which repeated interval a round's tracking value is
-    threads: tuple[int, ...] = ()  # demand intensity: thread counts (outer loop)
-    iodepths: tuple[int, ...] = ()  # ... and queue depths (inner loop)
-    bssplit: tuple[Share, ...] = ()  # a block-size mix (fio bssplit)
-    zones: tuple[Share, ...] = ()  # LBA zones of the random accesses (fio zoned distribution)
-    prewrite: float = 0.0  # seconds of 100 % writes at the round's start, not measured
-    wait_states: tuple[float, ...] = ()  # host idle recovery: seconds of idle
-    bursts: int = 360  # ... write-idle repetitions per wait state
-    burst: float = 5.0  # ... seconds of writes of each repetition
-    baseline: float = 1800.0  # ... seconds of continuous writes after each wait state
-    groups: tuple[Group, ...] = ()  # cross-stimulus recovery: the access groups in order
-    sample: float = 0.0  # seconds per sample of the per-interval logs (0: none)
-    response_ceiling: float = 0.005  # seconds: the highest mean response time of MaxIOPS
-    operating_prewrite: float = 3600.0  # seconds of writes before each operating point
-    operating_runtime: float = 600.0  # seconds each operating point is measured
+    # a block-size mix (fio bssplit) and LBA zones of the random accesses (fio zoned
+    # distribution): a basic test's composite point, a stage's stimulus
+    bssplit: tuple[Share, ...] = ()
+    zones: tuple[Share, ...] = ()
 
     # a test type's own keys (tkbench.kinds: a bulk-I/O sweep's, a copy test's, a
-    # virtual file's); None for the types without keys of their own here
+    # virtual file's, a test of several stages'); None for the basic tests
     family: FamilySpec | None = None
     # also drop the kernel's caches (root): a copy test's before each copy, a cold
     # test's before each point

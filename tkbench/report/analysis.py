@@ -33,7 +33,6 @@ from tkbench.analysis.hosts import host_means
 from tkbench.analysis.thermal import temperature_of
 from tkbench.kinds import of_plan
 from tkbench.report import header, saturation
-from tkbench.report.copy import copy_report
 from tkbench.report.headlines import headlines
 from tkbench.report.labels import anchor, primary_metric, tracking_of
 from tkbench.report.model import (
@@ -46,11 +45,10 @@ from tkbench.report.model import (
     TestReport,
 )
 from tkbench.report.options import ReportOptions
+from tkbench.report.parts import part_of, section_for
 from tkbench.report.procedure import health_rows, outcome, parameters
 from tkbench.report.repeats import recipe_table, repeat_part
 from tkbench.report.rounds import convergence, determination, queue_check, round_rows
-from tkbench.report.sections import section_for
-from tkbench.report.sweep import sweep_report
 from tkbench.report.tables import (
     blank_note,
     histograms,
@@ -58,7 +56,6 @@ from tkbench.report.tables import (
     matrices_for,
     percentile_names,
 )
-from tkbench.report.vfile import vfile_report
 from tkbench.rundir.records import Checks, TargetRecord
 from tkbench.rundir.store import RunData, TestData
 from tkbench.vocab import metric as metric_of
@@ -158,11 +155,9 @@ def test_report(
         temperature=temperature_of(t, target) if target is not None else None,
         response_histogram=histogram_phase(t),
         stage=stage,
-        sweep=sweep_report(t),
-        copy=copy_report(t),
         hosts=tuple(host_means(records)),
         repeat=repeat,
-        vfile=vfile_report(t),
+        **part_of(plan).fields(t),
     )
 
 

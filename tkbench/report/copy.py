@@ -1,14 +1,14 @@
 """A copy test's part of its chapter (tkbench.kinds.copy): one row per file set and data
 pattern with every run's MB/s, their mean and deviation, and the seconds per copy.
 
-:func:`copy_report` turns :mod:`tkbench.analysis.copy`'s rows into what the template
+:func:`copy_report` turns :mod:`tkbench.kinds.results.copy`'s rows into what the template
 ``copy.html.j2`` shows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.analysis.copy import NAMES, CopyRow, copy_rows
+from tkbench.kinds.results.copy import NAMES, CopyRow, copy_rows
 from tkbench.report import fmt
 from tkbench.rundir.store import TestData
 

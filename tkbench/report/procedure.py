@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from tkbench import cache
-from tkbench.analysis.copy import TITLES as COPY_SETS
 from tkbench.analysis.segments import last_segment, segment_of
+from tkbench.kinds import of_plan
 from tkbench.plan.build import pattern_text
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label, tracking_of
 from tkbench.report.model import Row
-from tkbench.report.sections import section_for
+from tkbench.report.parts import part_of, section_for
 from tkbench.rundir.records import Precondition, Purge, TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import format_size
@@ -26,7 +26,7 @@ from tkbench.units import format_size
 
 def outstanding(plan: TestPlan) -> str:
     jobs, qd = plan.workload.numjobs, plan.workload.iodepth
-    if plan.points and all(p.role in ("sweep", "vfile") for p in plan.points):
+    if plan.points and of_plan(plan).loads_per_point:
         # each point its own load (a sweep's buffer counts, a virtual file's threads)
         loads = sorted({(p.numjobs, p.iodepth) for p in plan.points})
         return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
@@ -99,8 +99,9 @@ def block_sizes(plan: TestPlan) -> str:
 
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
-    if plan.kind == "copy":  # no fio workload: its sets and how they are copied
-        return copy_parameters(plan, stop_rule(plan, capacity))
+    own = part_of(plan).parameters(t, stop_rule(plan, capacity))
+    if own is not None:  # no fio workload (a copy test: its sets and how they are copied)
+        return own
     wl = plan.workload
     pts = plan.points
     runtimes = sorted({p.runtime for p in pts})
@@ -133,7 +134,7 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
         Row("Stop rule", stop_rule(plan, capacity)),
     ]
     # the page cache where it was in play (buffered I/O) or stated (tkbench.cache)
-    states = cache.states_of(((p.cache, p.role) for p in pts), wl.direct)
+    states = of_plan(plan).cache_states(plan)
     if states:
         text = "; ".join(cache.describe(s, wl.drop_caches) for s in states)
         rows.insert(rows.index(io_row) + 1, Row("Page cache", text))
@@ -158,26 +159,6 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
             )
         )
     return tuple(rows)
-
-
-def copy_parameters(plan: TestPlan, stop: str) -> tuple[Row, ...]:
-    """A copy test's procedure table (tkbench.kinds.copy): its sets, data patterns, buffer
-    and how each copy is timed."""
-    sets = []
-    for p in plan.points:
-        text = f"{COPY_SETS.get(p.copy_set, p.copy_set)}: {p.files} files, {fmt.gb(p.size)}"
-        if text not in sets:
-            sets.append(text)
-    buffer = format_size(plan.points[0].bs) if plan.points else "?"
-    return (
-        Row("File sets", "; ".join(sets)),
-        Row("Data patterns", ", ".join(dict.fromkeys(p.data for p in plan.points))),
-        Row("Copy", f"within the volume, read() and write() through one {buffer} buffer"),
-        Row("Timed", "until every copied file and folder is fsynced"),
-        Row("Cache", "the sources' cached pages dropped before every copy"),
-        Row("Purge", "none (a volume benchmark)"),
-        Row("Stop rule", stop),
-    )
 
 
 def outcome(t: TestData, capacity: int = 0) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tkbench.analysis.repeat import Repeatability, point_repeatability, until_standing
-from tkbench.analysis.sweep import sweep_of
+from tkbench.kinds.results.sweep import sweep_of
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import TestData
 

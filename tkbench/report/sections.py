@@ -5,7 +5,9 @@ repetitions) has a section here that says what its chapter holds and how it spea
 its verdict sentence, its stop rule in words, what it says of a preconditioning it
 does not have, how its outcome ends, and whether it shows per-point tables or a
 saturation series.  A new kind of test is a new class here (and its kind), not a
-branch in every module of the report.
+branch in every module of the report.  A stage's section (:class:`StageSection`, by
+:data:`STAGES`) is the staged test types' report part (:mod:`.parts`, which also
+says which section a stored test gets: ``section_for``).
 """
 
 from __future__ import annotations
@@ -198,18 +200,22 @@ class StageSection(Section):
         build: Builder | None,
         *,
         per_point: bool,
-        stage: str,
+        preconditions: bool = False,
+        first: bool = False,
     ) -> None:
         self.base = base
         self.kind = base.kind
         self.build = build
         self.per_point = per_point
+        self.preconditions = preconditions  # the test's preconditioning: its intervals
         self.matrices = False
         self.determinations = base.determinations
-        self.no_precondition = {
-            "precondition": "none: this stage is the test's preconditioning",
-            "groups": base.no_precondition,
-        }.get(stage, "none: the stage follows the test's preconditioning stage")
+        if preconditions:
+            self.no_precondition = "none: this stage is the test's preconditioning"
+        elif first:  # the test's one stage
+            self.no_precondition = base.no_precondition
+        else:
+            self.no_precondition = "none: the stage follows the test's preconditioning stage"
 
     def verdict(
         self, plan: TestPlan, verdicts: Mapping[str, Verdict], window: Sequence[int], n: int
@@ -228,7 +234,7 @@ class StageSection(Section):
         tracked = next((p for p in plan.points if not p.role), None)
         if tracked is None or not plan.tracking:
             return title
-        if plan.stage == "precondition":
+        if self.preconditions:
             n = len(plan.points)
             return f"IOPS of the tracked interval (#{tracked.index + 1} of {n}) per round"
         return f"IOPS of the tracked load, T{tracked.numjobs}/Q{tracked.iodepth}, per round"
@@ -237,7 +243,7 @@ class StageSection(Section):
         return self.build(t, tests) if self.build is not None else None
 
     def procedure(self, plan: TestPlan) -> tuple[str, ...]:
-        text = stages.interval_text(plan) if plan.stage == "precondition" else ""
+        text = stages.interval_text(plan) if self.preconditions else ""
         return (text,) if text else ()
 
 
@@ -246,25 +252,13 @@ SECTIONS: dict[str, Section] = {
 }
 
 
-# stage -> (its chapter, whether the convergence plot and per-round table stay)
-STAGES: dict[
-    str, tuple[Callable[[TestData, Sequence[TestData]], stages.StagePart] | None, bool]
-] = {
-    "precondition": (None, True),
-    "recovery": (stages.host_idle, False),
-    "groups": (stages.cross_stimulus, False),
-    "intensity": (stages.intensity, True),
-    "operating": (stages.operating, False),
+# stage -> its section (the staged types' part, tkbench.report.parts): its chapter,
+# whether the convergence plot and per-round table stay, whether it is the test's
+# preconditioning, whether it is the test's first stage
+STAGES: dict[str, Callable[[Section], StageSection]] = {
+    "precondition": lambda b: StageSection(b, None, per_point=True, preconditions=True),
+    "recovery": lambda b: StageSection(b, stages.host_idle, per_point=False),
+    "groups": lambda b: StageSection(b, stages.cross_stimulus, per_point=False, first=True),
+    "intensity": lambda b: StageSection(b, stages.intensity, per_point=True),
+    "operating": lambda b: StageSection(b, stages.operating, per_point=False),
 }
-
-
-def section_for(plan: TestPlan) -> Section:
-    """The report section of a stored test's kind (and stage)."""
-    try:
-        base = SECTIONS[plan.kind]
-    except KeyError:
-        raise ValueError(f"no report section for test kind {plan.kind!r}") from None
-    if plan.stage in STAGES:
-        build, per_point = STAGES[plan.stage]
-        return StageSection(base, build, per_point=per_point, stage=plan.stage)
-    return base

@@ -4,7 +4,7 @@ A test of several stages (:mod:`tkbench.kinds.staged`: host idle recovery,
 cross-stimulus recovery, composite block size, demand intensity) is stored as one
 test directory per stage.  The preconditioning stages keep the generic
 steady-state chapter; the others have a chapter of their own, built here from the
-records and :mod:`tkbench.analysis.stages` (the same numbers ``tkbench show
+records and :mod:`tkbench.kinds.staged.results` (the same numbers ``tkbench show
 --json`` prints, through :mod:`tkbench.outputs.showparts`):
 
 * ``recovery`` (HIR wait states): IOPS of every sample in order, a row per wait
@@ -21,7 +21,7 @@ Computed here, not in the analysis: the timeline of samples (each point's sample
 placed after the points before it: a point lasts its planned runtime, or longer
 when fio's last sample ends later) and each access group's mean throughput and
 response time over its samples.  Everything else comes from
-:mod:`tkbench.analysis.stages`.
+:mod:`tkbench.kinds.staged.results`.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from tkbench.analysis import stages
 from tkbench.analysis.confidence import Level
-from tkbench.analysis.stages import steady_iops
 from tkbench.analysis.window import merge_bins, samples_needed, window, window_records
+from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import TITLES
+from tkbench.kinds.staged.results import steady_iops
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label
 from tkbench.report.matrix import Matrix
@@ -150,9 +150,7 @@ class HostIdle:
 
 
 def _precondition_stage(plan: TestPlan, tests: Sequence[TestData]) -> TestData | None:
-    return next(
-        (x for x in tests if x.plan.spec == plan.spec and x.plan.stage == "precondition"), None
-    )
+    return stages.preconditioning(tests, plan.spec)
 
 
 def host_idle(t: TestData, tests: Sequence[TestData]) -> HostIdle:
@@ -474,9 +472,7 @@ def operating(t: TestData, tests: Sequence[TestData]) -> Operating:
         )
     pre = next((p for p in plan.points if p.role == "prewrite"), None)
     meas = next((p for p in plan.points if p.measured), None)
-    source = next(
-        (x for x in tests if x.plan.spec == plan.spec and x.plan.stage == "intensity"), None
-    )
+    source = stages.chosen_from(tests, plan.spec)
     text = [
         "MaxIOPS, MidIOPS and MinIOPS were chosen from the measurement window of "
         f"{source.plan.title if source else 'the demand-intensity stage'} when this stage "

@@ -1,14 +1,14 @@
 """The bulk-I/O sweep's part of a test chapter (tkbench.kinds.sweep): the best combinations,
 a heat map of MB/s over buffer size x buffer count per mode, and the full tables.
 
-:func:`sweep_report` turns :mod:`tkbench.analysis.sweep`'s result into what the
+:func:`sweep_report` turns :mod:`tkbench.kinds.results.sweep`'s result into what the
 template ``sweep.html.j2`` shows; :mod:`.sweepfigures` draws its heat maps."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.analysis.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
+from tkbench.kinds.results.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
 from tkbench.report.fmt import sig
 from tkbench.rundir.store import TestData
 

@@ -2,14 +2,14 @@
 and MB/s per operation and thread count, the cold cache as the minimum and the warm
 as the maximum, laid out as CloudGraph publishes its Virtual File results.
 
-:func:`vfile_report` turns :mod:`tkbench.analysis.vfile`'s result into what the
+:func:`vfile_report` turns :mod:`tkbench.kinds.results.vfile`'s result into what the
 template ``vfile.html.j2`` shows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.analysis.vfile import Cell, Row, VfileResult, is_vfile, vfile_of
+from tkbench.kinds.results.vfile import Cell, Row, VfileResult, is_vfile, vfile_of
 from tkbench.report.fmt import sig
 from tkbench.rundir.store import TestData
 from tkbench.units import format_size

@@ -11,10 +11,11 @@ parameter of every PTS test has a row or a :class:`NotJudged` entry
 
 from __future__ import annotations
 
+from tkbench import kinds
 from tkbench.conformance.pts import BY_NAME
-from tkbench.conformance.ptsstages import STAGED
-from tkbench.conformance.requirements import basic, common, staged
-from tkbench.conformance.requirements.base import (
+from tkbench.conformance.requirements import basic
+from tkbench.kinds.pts import common
+from tkbench.kinds.pts.rows import (
     CHOICE,
     IMPL,
     TEXT,
@@ -27,15 +28,18 @@ from tkbench.conformance.requirements.base import (
     family,
     parameters,
 )
+from tkbench.kinds.staged import rows as staged
 
-STAGES = {
-    "hir": ("precondition", "recovery"),
-    "xsr": ("groups",),
-    "cbw": ("precondition", "intensity", "operating"),
-    "dirth": ("precondition", "intensity", "operating"),
-}
+# each test type's procedures and their stages (tkbench.kinds), and every row: the
+# basic four's here, each stage's from its type
+STAGES = {proc: typ.stages for typ in kinds.TYPES for proc in typ.procedures}
 TABLE: dict[str, tuple[Requirement, ...]] = {name: basic.rows(name) for name in BY_NAME}
-TABLE |= {f"{proc}/{stage}": staged.rows(proc, stage) for proc in STAGED for stage in STAGES[proc]}
+TABLE |= {
+    f"{proc}/{stage}": typ.requirement_rows(proc, stage)
+    for typ in kinds.TYPES
+    for proc in typ.procedures
+    for stage in typ.stages
+}
 # rows judged over every test of a PTS test at once (block sizes, R/W mixes)
 GROUP_ROWS = basic.GROUP_ROWS
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tkbench.conformance.pts import COMMON, TestRequirement, Variant
+from tkbench.conformance.pts import TestRequirement, Variant
 from tkbench.conformance.ptsstages import COMPOSITE, ZONES
-from tkbench.conformance.requirements import common
-from tkbench.conformance.requirements.base import (
+from tkbench.kinds.pts import common
+from tkbench.kinds.pts.common import COMMON, I_AD, wipc
+from tkbench.kinds.pts.rows import (
     CHOICE,
     IMPL,
     LOAD,
@@ -24,7 +25,7 @@ from tkbench.conformance.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.conformance.requirements.words import (
+from tkbench.kinds.pts.words import (
     load,
     loop_actual,
     loop_words,
@@ -33,13 +34,12 @@ from tkbench.conformance.requirements.words import (
     times,
 )
 from tkbench.rundir.records import TestPlan
-from tkbench.units import format_duration, format_size, human_bytes, parse_size
+from tkbench.units import format_duration, human_bytes, parse_size
 
 IOPS = Source(TEXT, common.IOPS_TEXT)
 W_TP = "SNIA's Throughput page (1.x tests)"
 W_SVC = "SNIA's testing-service page (1.x tests)"
 P_LJ = "ljishen/SSSPT (2.0.1 page pointers)"
-I_AD = "Alan-ADATA/SSS-PTS-TEST (PTS 2.0)"
 # the statistics of a response-time report: the draft's ART, "5 9s", MRT (and the nines
 # between); a test may report more, not fewer
 PERCENTILES = (99.0, 99.9, 99.99, 99.999)
@@ -228,36 +228,6 @@ def _precondition(c: Ctx) -> Iterable[Finding]:
         )
     want_bs = bss[0] if ref.per_block_size and len(bss) == 1 else COMMON.precondition_bs
     yield from wipc(c, want_bs)
-
-
-def wipc(c: Ctx, want_bs: int) -> Iterable[Finding]:
-    """The amount, block size and completeness of a planned WIPC (also the staged tests')."""
-    pre = c.plan.precondition
-    if pre is None:
-        return
-    if pre.bs != want_bs:
-        yield Finding(
-            f"sequential {format_size(want_bs)} writes",
-            f"sequential {format_size(pre.bs)} writes",
-            "preconditioning block size",
-        )
-    if c.capacity > 0:
-        want = COMMON.precondition_multiple * c.capacity
-        unit = max(pre.bs * max(pre.numjobs, 1), 1)  # the plan rounds up to whole blocks
-        if not want <= pre.total_bytes < want + unit:
-            yield Finding(
-                f"{times(COMMON.precondition_multiple)}, {human_bytes(want)}, written "
-                "within the ActiveRange",
-                f"{times(pre.total_bytes / c.capacity)}, {human_bytes(pre.total_bytes)}",
-                "preconditioning amount",
-            )
-    if c.planned and pre.max_duration > 0:
-        yield Finding(
-            f"all {times(COMMON.precondition_multiple)} written",
-            f"a time limit of {format_duration(pre.max_duration)} "
-            "(precondition.max_duration) may stop it earlier",
-            "preconditioning complete",
-        )
 
 
 def _wipc_load(c: Ctx) -> str | None:

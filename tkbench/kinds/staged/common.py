@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tkbench.errors import ProfileError
 from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.pts.rows import IMPL, Requirement, Source
+from tkbench.kinds.staged import rows
+from tkbench.kinds.staged.reference import StagedRequirement
 from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from tkbench.profile.model import COMPOSITE, Mix, TestSpec
+from tkbench.profile.model import COMPOSITE, FamilySpec, Group, Mix, TestSpec
 from tkbench.rundir.records import OperatingPoint, TestPlan
 
 WRITE = Mix(0)
@@ -43,15 +47,50 @@ NAMES = ("max", "mid", "min")
 TITLES = {"max": "MaxIOPS", "mid": "MidIOPS", "min": "MinIOPS"}
 
 
-def stage_spec(spec: TestSpec, kind: str, **changes: object) -> TestSpec:
-    """The spec a stage runs with: its kind, and no phase of the basic tests."""
+@dataclass(frozen=True)
+class StagedSpec(FamilySpec):
+    """A test of several stages' own keys (docs/profiles.md, "Tests of several
+    stages"); a stage's spec holds the stage's own ``intervals`` and ``sample``."""
+
+    procedure: str
+    intervals: int = 1  # a round repeats each point this many times (PTS: 30 one-minute)
+    tracking_interval: str = "last"  # which repeated interval a round's tracking value is
+    threads: tuple[int, ...] = ()  # demand intensity: thread counts (outer loop)
+    iodepths: tuple[int, ...] = ()  # ... and queue depths (inner loop)
+    prewrite: float = 0.0  # seconds of 100 % writes at the round's start, not measured
+    wait_states: tuple[float, ...] = ()  # host idle recovery: seconds of idle
+    bursts: int = 360  # ... write-idle repetitions per wait state
+    burst: float = 5.0  # ... seconds of writes of each repetition
+    baseline: float = 1800.0  # ... seconds of continuous writes after each wait state
+    groups: tuple[Group, ...] = ()  # cross-stimulus recovery: the access groups in order
+    sample: float = 0.0  # seconds per sample of the per-interval logs (0: none)
+    response_ceiling: float = 0.005  # seconds: the highest mean response time of MaxIOPS
+    operating_prewrite: float = 3600.0  # seconds of writes before each operating point
+    operating_runtime: float = 600.0  # seconds each operating point is measured
+
+
+# the keys of a profile's test that are a staged test's own
+KEYS = tuple(f.name for f in dataclasses.fields(StagedSpec))
+
+
+def own(spec: TestSpec) -> StagedSpec:
+    """A test of several stages' own keys."""
+    if not isinstance(spec.family, StagedSpec):
+        raise TypeError(f"test {spec.name} is no test of several stages")
+    return spec.family
+
+
+def stage_spec(
+    spec: TestSpec, kind: str, *, intervals: int = 1, sample: float = 0.0, **changes: object
+) -> TestSpec:
+    """The spec a stage runs with: its kind, its own intervals and sampling, and no
+    phase of the basic tests."""
     base: dict[str, object] = {
         "kind": kind,
         "precondition": False,
         "response_histogram": 0.0,
         "split_block_sizes": False,
-        "intervals": 1,
-        "sample": 0.0,
+        "family": dataclasses.replace(own(spec), intervals=intervals, sample=sample),
     }
     base.update(changes)
     return dataclasses.replace(spec, **base)  # type: ignore[arg-type]
@@ -65,10 +104,10 @@ def load_spec(spec: TestSpec, numjobs: int, iodepth: int) -> TestSpec:
 
 
 def intervals(spec: TestSpec, base: Point) -> tuple[Point, ...]:
-    """A round of ``spec.intervals`` repetitions of ``base``; the one the tracking
+    """A round of ``own(spec).intervals`` repetitions of ``base``; the one the tracking
     variable reads (the first or the last) has role "", the others "interval"."""
-    n = spec.intervals
-    tracked = 0 if spec.tracking_interval == "first" else n - 1
+    n = own(spec).intervals
+    tracked = 0 if own(spec).tracking_interval == "first" else n - 1
     return tuple(
         dataclasses.replace(
             base,
@@ -104,12 +143,12 @@ def operating_points(
     points: list[Point] = []
     for op in chosen:
         name = TITLES[op.name]
-        if spec.operating_prewrite > 0:
+        if own(spec).operating_prewrite > 0:
             points.append(
                 dataclasses.replace(
                     write,
                     index=len(points),
-                    runtime=spec.operating_prewrite,
+                    runtime=own(spec).operating_prewrite,
                     role="prewrite",
                     tag=f"pre-write {name}",
                     numjobs=op.numjobs,
@@ -121,7 +160,7 @@ def operating_points(
                 write,
                 index=len(points),
                 mix=spec.mixes[0],
-                runtime=spec.operating_runtime,
+                runtime=own(spec).operating_runtime,
                 role="",
                 tag=f"{name} T{op.numjobs}Q{op.iodepth}",
                 numjobs=op.numjobs,
@@ -141,26 +180,6 @@ def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
         operating=tuple(chosen),
     )
 
-
-KEYS = (
-    "procedure",
-    "intervals",
-    "tracking_interval",
-    "threads",
-    "iodepths",
-    "bssplit",
-    "zones",
-    "prewrite",
-    "wait_states",
-    "bursts",
-    "burst",
-    "baseline",
-    "groups",
-    "sample",
-    "response_ceiling",
-    "operating_prewrite",
-    "operating_runtime",
-)
 
 # the keys each procedure needs (docs/profiles.md, "Tests of several stages")
 _NEEDS = {
@@ -200,15 +219,33 @@ def check(
             f"tests.{tname}.precondition",
             f"a {proc} test has no workload-independent preconditioning: set precondition = false",
         )
+    t["family"] = StagedSpec(**{k: t[k] for k in KEYS})
 
 
 class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
-    procedures: tuple[str, ...] = ()
+    report_part = "stages"  # tkbench.report.parts: each stage's chapter
+    takes_cache = False
+    no_cache_why = "a test of several stages does not take a cache state"
+    repeats_until = False
+    needs_tracking = False
+
+    # where its reference values come from (its rows' source), and the values
+    source = ""
+    references: tuple[StagedRequirement, ...] = ()
 
     def claims(self, spec: TestSpec) -> bool:
-        return spec.procedure in self.procedures
+        return isinstance(spec.family, StagedSpec) and spec.family.procedure in self.procedures
+
+    def pts_reference(self, procedure: str) -> StagedRequirement | None:
+        return next((r for r in self.references if r.procedure == procedure), None)
+
+    def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
+        return rows.stage_rows(Source(IMPL, self.source), stage)
+
+    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+        return t["procedure"] in self.procedures
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure in self.procedures
@@ -234,7 +271,27 @@ class Staged(TestType):
             return [], [
                 f"test {spec.name} skipped: its block size does not fit {sector}-byte sectors"
             ]
-        staged = self.build(spec, ctx.active, bss, tuple(notes))
+        staged = [
+            dataclasses.replace(
+                s,
+                procedure=own(spec).procedure,
+                sample=own(s.spec).sample,
+                response_ceiling=own(spec).response_ceiling if s.derive_from else 0.0,
+            )
+            for s in self.build(spec, ctx.active, bss, tuple(notes))
+        ]
         if wipc is not None:
             staged[0] = dataclasses.replace(staged[0], precondition=wipc)
         return staged, []
+
+    def detail_lines(self, t: PlannedTest) -> list[str]:
+        n = own(t.spec).intervals
+        if n <= 1:
+            return []
+        return [
+            f"  intervals each round repeats its point {n} times; the tracking "
+            f"variable reads the {own(t.spec).tracking_interval} (the others are listed once)"
+        ]
+
+    def lists_point(self, pt: Point) -> bool:
+        return pt.role != "interval"  # the repeated intervals are listed once

@@ -8,9 +8,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
-from tkbench.analysis.stages import steady_iops
-from tkbench.kinds.staged.common import Staged, base_point, intervals, stage_spec
+from tkbench.kinds.pts.common import I_AD
+from tkbench.kinds.staged import results as stages
+from tkbench.kinds.staged.common import Staged, base_point, intervals, own, stage_spec
+from tkbench.kinds.staged.reference import K, StagedRequirement
+from tkbench.kinds.staged.results import steady_iops
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec, Tracking
 from tkbench.units import format_duration
@@ -19,16 +21,33 @@ if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
 
 
+# what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
+PTS = StagedRequirement(
+    "hir",
+    "Host Idle Recovery",
+    tracked="last",
+    block_size=4 * K,
+    wait_states=(5.0, 10.0, 15.0, 25.0, 50.0),
+    bursts=360,
+    burst=5.0,
+    baseline=1800.0,
+)
+
+
 class Hir(Staged):
     name = "hir"
     procedures = ("hir",)
+    stages = ("precondition", "recovery")
+    source = f"{I_AD}; cloudharmony; Fateast/ssd-test (PTS-E 1.1 §11)"
+    references = (PTS,)
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
     ) -> list[PlannedTest]:
+        o = own(spec)
         wl = spec.workload
         base = base_point(spec, bss, spec.mixes[0], wl.numjobs, wl.iodepth, spec.point_runtime)
-        pre_spec = stage_spec(spec, "steady", intervals=spec.intervals)
+        pre_spec = stage_spec(spec, "steady", intervals=o.intervals)
         pre = PlannedTest(
             name=f"{spec.name}-precondition",
             spec=pre_spec,
@@ -42,29 +61,29 @@ class Hir(Staged):
             stage="precondition",
         )
         points: list[Point] = []
-        for idle in spec.wait_states:
+        for idle in o.wait_states:
             points.append(
                 dataclasses.replace(
                     base,
                     index=len(points),
-                    runtime=spec.bursts * (spec.burst + idle),
+                    runtime=o.bursts * (o.burst + idle),
                     idle=idle,
-                    busy=spec.burst,
+                    busy=o.burst,
                     tag=f"idle {format_duration(idle)}",
                 )
             )
-            if spec.baseline > 0:
+            if o.baseline > 0:
                 points.append(
                     dataclasses.replace(
                         base,
                         index=len(points),
-                        runtime=spec.baseline,
+                        runtime=o.baseline,
                         tag=f"baseline after {format_duration(idle)}",
                     )
                 )
         recovery = PlannedTest(
             name=f"{spec.name}-recovery",
-            spec=stage_spec(spec, "fixed", repeat=1, purge=False, sample=spec.sample or spec.burst),
+            spec=stage_spec(spec, "fixed", repeat=1, purge=False, sample=o.sample or o.burst),
             title=f"{spec.title}: wait states",
             purge=False,
             precondition=None,

@@ -11,8 +11,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
 from tkbench.analysis.window import window, window_records
+from tkbench.kinds.pts.common import I_AD
+from tkbench.kinds.pts.rows import Requirement
+from tkbench.kinds.staged import results as stages
+from tkbench.kinds.staged import rows
 from tkbench.kinds.staged.common import (
     NAMES,
     WRITE,
@@ -21,8 +24,10 @@ from tkbench.kinds.staged.common import (
     intervals,
     load_spec,
     operating_points,
+    own,
     stage_spec,
 )
+from tkbench.kinds.staged.reference import GRID, HOUR, StagedRequirement
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec, Tracking
 from tkbench.rundir.records import OperatingPoint
@@ -31,20 +36,55 @@ if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
 
 
+# what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
+CBW = StagedRequirement(
+    "cbw",
+    "Composite Block Size Workload",
+    tracked="first",
+    load=(32, 32),
+    grid=GRID,
+    mix=40,
+    composite=True,
+    prewrite=300.0,
+    operating_prewrite=HOUR,
+    operating_runtime=600.0,
+    ceiling=0.005,
+    wipc=True,
+)
+# DIRTH: CBW's phases with one block size and mix of the operator's choice
+DIRTH = dataclasses.replace(
+    CBW,
+    procedure="dirth",
+    title="Demand Intensity / Response Time Histogram",
+    mix=None,
+    composite=False,
+)
+
+
 class Intensity(Staged):
     name = "intensity"
     procedures = ("cbw", "dirth")
+    stages = ("precondition", "intensity", "operating")
+    source = f"{I_AD} (its AP and ZONE constants)"
+    references = (CBW, DIRTH)
+
+    def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
+        out = super().requirement_rows(procedure, stage)
+        if self.pts_reference(procedure) is DIRTH:  # its block size and mix are stated
+            return rows.operator_stimulus(out, stage)
+        return out
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
     ) -> list[PlannedTest]:
-        top_t, top_q = max(spec.threads), max(spec.iodepths)
+        o = own(spec)
+        top_t, top_q = max(o.threads), max(o.iodepths)
         mix = spec.mixes[0]
         write = base_point(spec, bss, WRITE, top_t, top_q, spec.point_runtime)
         spec = load_spec(spec, top_t, top_q)
         pre = PlannedTest(
             name=f"{spec.name}-precondition",
-            spec=stage_spec(spec, "steady", intervals=spec.intervals),
+            spec=stage_spec(spec, "steady", intervals=o.intervals),
             title=f"{spec.title}: preconditioning",
             purge=spec.purge,
             precondition=None,
@@ -55,12 +95,12 @@ class Intensity(Staged):
             stage="precondition",
         )
         grid: list[Point] = []
-        if spec.prewrite > 0:
+        if o.prewrite > 0:
             grid.append(
-                dataclasses.replace(write, runtime=spec.prewrite, role="prewrite", tag="pre-write")
+                dataclasses.replace(write, runtime=o.prewrite, role="prewrite", tag="pre-write")
             )
-        for t in spec.threads:  # PTS: thread count outer, queue depth inner
-            for q in spec.iodepths:
+        for t in o.threads:  # PTS: thread count outer, queue depth inner
+            for q in o.iodepths:
                 grid.append(
                     dataclasses.replace(
                         write,

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tkbench.analysis import stages
-from tkbench.kinds.staged.common import Staged, stage_spec
+from tkbench.kinds.pts.common import I_AD
+from tkbench.kinds.staged import results as stages
+from tkbench.kinds.staged.common import Staged, own, stage_spec
+from tkbench.kinds.staged.reference import HOUR, K, StagedRequirement
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec
 
@@ -15,13 +17,32 @@ if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
 
 
+# what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
+PTS = StagedRequirement(
+    "xsr",
+    "Cross-Stimulus Recovery",
+    load=(1, 32),
+    sample=60.0,
+    groups=(
+        (1024 * K, "sequential", 8 * HOUR),
+        (8 * K, "random", 6 * HOUR),
+        (1024 * K, "sequential", 8 * HOUR),
+    ),
+)
+
+
 class Xsr(Staged):
     name = "xsr"
     procedures = ("xsr",)
+    stages = ("groups",)
+    source = f"{I_AD} (its constants)"
+    references = (PTS,)
+    parts_word = "groups"  # its one stage: the access groups
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
     ) -> list[PlannedTest]:
+        o = own(spec)
         wl = spec.workload
         points = tuple(
             Point(
@@ -34,12 +55,12 @@ class Xsr(Staged):
                 runtime=g.duration,
                 tag=f"group {i + 1}",
             )
-            for i, g in enumerate(spec.groups)
+            for i, g in enumerate(o.groups)
         )
         return [
             PlannedTest(
                 name=spec.name,
-                spec=stage_spec(spec, "fixed", repeat=1, sample=spec.sample or 60.0),
+                spec=stage_spec(spec, "fixed", repeat=1, sample=o.sample or 60.0),
                 title=spec.title,
                 purge=spec.purge,
                 precondition=None,

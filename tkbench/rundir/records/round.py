@@ -50,6 +50,12 @@ class Direction:
     )
 
 
+# the roles of the points of block size x mix tables (tkbench.plan.model.Point, the
+# tests of several stages); a test type with a table of its own gives its cells a role
+# of its own
+POINT_ROLES = ("", "interval", "grid", "prewrite")
+
+
 @dataclass(frozen=True)
 class PlannedPoint:
     """One workload point as planned: block size, mix, load, duration."""
@@ -64,26 +70,26 @@ class PlannedPoint:
     numjobs: int = 1
     iodepth: int = 1
     runtime: float = 0.0  # seconds
-    # tests of several stages (tkbench.kinds.staged); the defaults are left out of the file
-    # "": measured, and what a tracking variable reads; "interval": measured, one of a
-    # point's repeated intervals; "grid": measured, a demand-intensity load that is not
-    # tracked; "prewrite": writes that condition the drive, not measured; "sweep":
-    # measured, one buffer size x count x mode of a bulk-I/O sweep; "copy": measured,
-    # one copy of a file set (not by fio)
+    # what the point is to its test (the defaults are left out of the file): one of
+    # POINT_ROLES (a point of the block size x mix tables: "" measured, and what a
+    # tracking variable reads; "interval": measured, one of a point's repeated
+    # intervals; "grid": measured, a demand-intensity load that is not tracked;
+    # "prewrite": writes that condition the drive, not measured), or the role a test
+    # type gives the cells of its own table (tkbench.kinds: each type's ROLE)
     role: str = field(default="", metadata=OMIT)
     bssplit: str = field(default="", metadata=OMIT)  # fio bssplit (bs 0: "composite")
     zones: str = field(default="", metadata=OMIT)  # fio random_distribution
     idle: float = field(default=0.0, metadata=OMIT)  # seconds of host idle (fio thinktime) ...
     busy: float = field(default=0.0, metadata=OMIT)  # ... after each this many seconds of I/O
-    # volume sweeps (tkbench.sweep; role "sweep": one cell of the sweep, read by
-    # tkbench.analysis.sweep): the point's own O_DIRECT (None: the test's), fio's
+    # a point with an access of its own (a bulk-I/O sweep's cells, tkbench.kinds.sweep):
+    # the point's own O_DIRECT (None: the test's), fio's
     # fadvise_hint ("": fio's default, "0": none, "sequential") and the one test file
     # every point of the test shares (fio filename in the working directory)
     direct: bool | None = field(default=None, metadata={"omit_none": True})
     fadvise: str = field(default="", metadata=OMIT)
     file: str = field(default="", metadata=OMIT)
-    # a copy test (tkbench.kinds.copy; role "copy": one file set x data pattern, read by
-    # tkbench.analysis.copy): the set's kind, the data pattern, its files and bytes
+    # a copy test's (tkbench.kinds.copy: one file set x data pattern): the set's kind,
+    # the data pattern, its files and bytes
     copy_set: str = field(default="", metadata=OMIT)
     data: str = field(default="", metadata=OMIT)
     files: int = field(default=0, metadata=OMIT)
@@ -102,6 +108,12 @@ class PlannedPoint:
     @property
     def measured(self) -> bool:
         return self.role != "prewrite"
+
+    @property
+    def keyed(self) -> bool:
+        """A point of the block size x mix tables, which its :attr:`key` names (not a
+        cell of a test type's own table, whose keys repeat)."""
+        return self.role in POINT_ROLES
 
 
 @dataclass(frozen=True)

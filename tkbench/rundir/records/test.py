@@ -112,7 +112,7 @@ class TestPlan(Record):
     notes: tuple[str, ...] = ()
     ioengine_used: str = ""  # the fio engine the test ran with ("auto" resolved)
     # a stage of a test of several stages (tkbench.kinds.staged; left out otherwise):
-    # the procedure ("hir", "xsr", "cbw", "dirth") and the stage ("precondition", ...)
+    # the procedure (its type's name in tkbench.kinds.staged) and the stage ("precondition", ...)
     procedure: str = field(default="", metadata=OMIT)
     stage: str = field(default="", metadata=OMIT)
     sample: float = field(default=0.0, metadata=OMIT)  # seconds per per-interval sample
@@ -124,7 +124,7 @@ class TestPlan(Record):
     # ``repeat`` runs) and the most runs (tkbench.analysis.repeat.until_standing)
     repeat_until: float = field(default=0.0, metadata=OMIT)
     repeat_max: int = field(default=0, metadata=OMIT)
-    # a virtual-file test (tkbench.vfile): bytes per node, for its nodes per second
+    # a virtual-file test (tkbench.kinds.vfile): bytes per node, for its nodes per second
     node_size: int = field(default=0, metadata=OMIT)
 
     @property

@@ -9,8 +9,9 @@ their rows are secondhand there (:func:`rows`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from tkbench.conformance.requirements.base import (
+from tkbench.kinds.pts.rows import (
     IMPL,
     TEXT,
     Ctx,
@@ -19,7 +20,31 @@ from tkbench.conformance.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.conformance.requirements.words import pct
+from tkbench.kinds.pts.words import pct, times
+from tkbench.units import format_duration, format_size, human_bytes
+
+K = 1024
+MINUTE = 60.0
+I_AD = "Alan-ADATA/SSS-PTS-TEST (PTS 2.0)"
+
+
+@dataclass(frozen=True)
+class Common:
+    """Requirements every test shares."""
+
+    precondition_multiple: float = 2.0  # WIPC: 2x the user capacity ...
+    precondition_bs: int = 128 * K  # ... of sequential 128 KiB writes (throughput: its bs)
+    data_pattern: str = "random"
+    direct: bool = True
+    point_runtime: float = MINUTE  # every point of a round; a WSAT round is one point
+    window: int = 5  # rounds of the measurement window
+    max_excursion: float = 0.20  # data excursion within 20 % of the window mean
+    max_slope_excursion: float = 0.10  # fitted line's range within 10 % of the mean
+    rounds: int = 25  # a test may stop without steady state at round 25, not before
+
+
+COMMON = Common()
+
 
 COMMON_PATTERN = "random"
 WINDOW = 5
@@ -184,3 +209,33 @@ NOT_JUDGED = (
     NotJudged("points.job", "the point's fio job name"),
     NotJudged("points.rw", "fio's rw, derived from pattern and mix (judged there)"),
 )
+
+
+def wipc(c: Ctx, want_bs: int) -> Iterable[Finding]:
+    """The amount, block size and completeness of a planned WIPC (also the staged tests')."""
+    pre = c.plan.precondition
+    if pre is None:
+        return
+    if pre.bs != want_bs:
+        yield Finding(
+            f"sequential {format_size(want_bs)} writes",
+            f"sequential {format_size(pre.bs)} writes",
+            "preconditioning block size",
+        )
+    if c.capacity > 0:
+        want = COMMON.precondition_multiple * c.capacity
+        unit = max(pre.bs * max(pre.numjobs, 1), 1)  # the plan rounds up to whole blocks
+        if not want <= pre.total_bytes < want + unit:
+            yield Finding(
+                f"{times(COMMON.precondition_multiple)}, {human_bytes(want)}, written "
+                "within the ActiveRange",
+                f"{times(pre.total_bytes / c.capacity)}, {human_bytes(pre.total_bytes)}",
+                "preconditioning amount",
+            )
+    if c.planned and pre.max_duration > 0:
+        yield Finding(
+            f"all {times(COMMON.precondition_multiple)} written",
+            f"a time limit of {format_duration(pre.max_duration)} "
+            "(precondition.max_duration) may stop it earlier",
+            "preconditioning complete",
+        )

@@ -279,9 +279,23 @@ def operating_results(chosen: Sequence[OperatingPoint], rnd: Round | None) -> li
 def steady_iops(tests: Sequence[TestData], spec: str) -> float | None:
     """The steady-state IOPS of a procedure's preconditioning stage (its window mean
     of the tracking variable; None before it has rounds)."""
-    pre = next((x for x in tests if x.plan.spec == spec and x.plan.stage == "precondition"), None)
+    pre = preconditioning(tests, spec)
     if pre is None or not pre.rounds or not pre.plan.tracking:
         return None
     label = pre.plan.tracking[0]
     values = [r.tracking[label] for r in window_records(pre.rounds, window(pre))]
     return math.fsum(values) / len(values) if values else None
+
+
+def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
+    return next((x for x in tests if x.plan.spec == spec and x.plan.stage == stage), None)
+
+
+def preconditioning(tests: Sequence[TestData], spec: str) -> TestData | None:
+    """The preconditioning stage of the profile's test ``spec`` among a run's tests."""
+    return _stage(tests, spec, "precondition")
+
+
+def chosen_from(tests: Sequence[TestData], spec: str) -> TestData | None:
+    """The stage whose measurement window chose the operating points of ``spec``."""
+    return _stage(tests, spec, "intensity")

@@ -1,22 +1,21 @@
-"""The rows of the tests beyond the basic four, stage by stage (pure).
+"""The requirement rows of the tests of several stages, stage by stage (pure).
 
-Host Idle Recovery (``hir/precondition``, ``hir/recovery``), Cross-Stimulus Recovery
-(``xsr/groups``), Composite Block Size Workload and DIRTH (``cbw/precondition``,
-``cbw/intensity``, ``cbw/operating``; ``dirth/...`` alike).  The values are
-:data:`tkbench.conformance.ptsstages.STAGED`; none of them could be checked against the
-2.0.2 text (docs/methodology.md), so every fixed row is secondhand.
+Each stage's rows (:func:`stage_rows`: the preconditioning, the wait states, the
+access groups, the demand-intensity grid, the operating points) are judged against
+its type's reference values (``PTS`` of :mod:`.hir`, :mod:`.xsr`, :mod:`.intensity`),
+which the type's ``requirement_rows`` hands over with its source.  None of the values
+could be checked against the 2.0.2 text (docs/methodology.md), so every fixed row is
+secondhand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tkbench.conformance.pts import COMMON
-from tkbench.conformance.ptsstages import COMPOSITE, ZONES, StagedRequirement
-from tkbench.conformance.requirements import basic, common
-from tkbench.conformance.requirements.base import (
+from tkbench.kinds.pts import common
+from tkbench.kinds.pts.common import COMMON, I_AD, wipc
+from tkbench.kinds.pts.rows import (
     CHOICE,
-    IMPL,
     LOAD,
     Ctx,
     Finding,
@@ -24,13 +23,10 @@ from tkbench.conformance.requirements.base import (
     Requirement,
     Source,
 )
-from tkbench.conformance.requirements.words import mixes, secs, short_load
+from tkbench.kinds.pts.words import mixes, secs, short_load
+from tkbench.kinds.staged.reference import COMPOSITE, ZONES, StagedRequirement
 from tkbench.units import format_duration, format_size
 
-I_AD = basic.I_AD
-I_HIR = f"{I_AD}; cloudharmony; Fateast/ssd-test (PTS-E 1.1 §11)"
-I_XSR = f"{I_AD} (its constants)"
-I_CBW = f"{I_AD} (its AP and ZONE constants)"
 SPLIT = ":".join(f"{b}/{pct}" for b, pct in COMPOSITE)
 
 
@@ -148,7 +144,7 @@ def _wipc(c: Ctx) -> Iterable[Finding]:
             "workload-independent preconditioning",
         )
     elif ref.wipc:
-        yield from basic.wipc(c, COMMON.precondition_bs)
+        yield from wipc(c, COMMON.precondition_bs)
 
 
 def _no_wipc(c: Ctx) -> Iterable[Finding]:
@@ -339,99 +335,112 @@ def _precondition_rows(src: Source) -> tuple[Requirement, ...]:
     )
 
 
-def rows(procedure: str, stage: str) -> tuple[Requirement, ...]:
-    """The rows of one stage of one of the tests beyond the basic four."""
-    src = Source(IMPL, {"hir": I_HIR, "xsr": I_XSR}.get(procedure, I_CBW))
-    if procedure == "dirth":
-        choice = Requirement(
-            "block size and R/W mix",
-            ("points.bs", "points.read_pct"),
-            Source(CHOICE, f"{I_AD}: DIRTH's block size and mix are the operator's"),
-            state=_operator_bs,
-        )
-    if stage == "precondition":
-        own = _precondition_rows(src)
-    elif stage == "recovery":
-        own = (
-            Requirement(
-                "outstanding I/O",
-                LOAD,
-                src,
-                _load_check,
+def _recovery_rows(src: Source) -> tuple[Requirement, ...]:
+    return (
+        Requirement(
+            "outstanding I/O",
+            LOAD,
+            src,
+            _load_check,
+        ),
+        Requirement(
+            "wait states",
+            ("points.idle", "points.busy", "points.runtime", "point_runtime"),
+            src,
+            _wait_states,
+        ),
+        Requirement("return to baseline", ("points.runtime",), src, _baseline),
+        Requirement("first burst of each wait state", ("points.busy",), src, _first_burst),
+        Requirement(
+            "sampling",
+            ("sample",),
+            Source(CHOICE, "tkbench: how finely the bursts are sampled"),
+            state=lambda c: None,
+        ),
+        *_stimulus(src, _writes),
+    )
+
+
+def _groups_rows(src: Source) -> tuple[Requirement, ...]:
+    return (
+        Requirement(
+            "access groups",
+            ("points.bs", "points.pattern", "points.runtime", "point_runtime"),
+            src,
+            _groups,
+        ),
+        Requirement("R/W mix", ("points.read_pct",), src, _writes),
+        Requirement("LBA zones", ("points.zones", "points.bssplit"), src, _zones),
+        Requirement(
+            "outstanding I/O",
+            LOAD,
+            src,
+            _load_check,
+        ),
+        Requirement("sampling", ("sample",), src, _sample),
+        Requirement("maximum response time per minute", ("sample",), src, _per_minute_max),
+    )
+
+
+def _intensity_rows(src: Source) -> tuple[Requirement, ...]:
+    return (
+        Requirement(
+            "demand-intensity grid",
+            (
+                "points.numjobs",
+                "points.iodepth",
+                "points.role",
+                "points.runtime",
+                "point_runtime",
+                "tracking",
+                "workload.numjobs",
+                "workload.iodepth",
             ),
-            Requirement(
-                "wait states",
-                ("points.idle", "points.busy", "points.runtime", "point_runtime"),
-                src,
-                _wait_states,
+            src,
+            _grid,
+        ),
+        *_stimulus(src, _mix),
+    )
+
+
+def _operating_rows(src: Source) -> tuple[Requirement, ...]:
+    return (
+        Requirement(
+            "operating points",
+            (
+                "points.runtime",
+                "points.role",
+                "response_ceiling",
+                "operating",
+                "points.numjobs",
+                "points.iodepth",
+                "point_runtime",
+                "workload.numjobs",
+                "workload.iodepth",
             ),
-            Requirement("return to baseline", ("points.runtime",), src, _baseline),
-            Requirement("first burst of each wait state", ("points.busy",), src, _first_burst),
-            Requirement(
-                "sampling",
-                ("sample",),
-                Source(CHOICE, "tkbench: how finely the bursts are sampled"),
-                state=lambda c: None,
-            ),
-            *_stimulus(src, _writes),
-        )
-    elif stage == "groups":
-        own = (
-            Requirement(
-                "access groups",
-                ("points.bs", "points.pattern", "points.runtime", "point_runtime"),
-                src,
-                _groups,
-            ),
-            Requirement("R/W mix", ("points.read_pct",), src, _writes),
-            Requirement("LBA zones", ("points.zones", "points.bssplit"), src, _zones),
-            Requirement(
-                "outstanding I/O",
-                LOAD,
-                src,
-                _load_check,
-            ),
-            Requirement("sampling", ("sample",), src, _sample),
-            Requirement("maximum response time per minute", ("sample",), src, _per_minute_max),
-        )
-    elif stage == "intensity":
-        own = (
-            Requirement(
-                "demand-intensity grid",
-                (
-                    "points.numjobs",
-                    "points.iodepth",
-                    "points.role",
-                    "points.runtime",
-                    "point_runtime",
-                    "tracking",
-                    "workload.numjobs",
-                    "workload.iodepth",
-                ),
-                src,
-                _grid,
-            ),
-        )
-    else:  # operating
-        own = (
-            Requirement(
-                "operating points",
-                (
-                    "points.runtime",
-                    "points.role",
-                    "response_ceiling",
-                    "operating",
-                    "points.numjobs",
-                    "points.iodepth",
-                    "point_runtime",
-                    "workload.numjobs",
-                    "workload.iodepth",
-                ),
-                src,
-                _operating,
-            ),
-            Requirement("response-time histogram", ("histogram",), src, _histogram),
-        )
+            src,
+            _operating,
+        ),
+        Requirement("response-time histogram", ("histogram",), src, _histogram),
+        *_stimulus(src, _mix),
+    )
+
+
+# each stage's own rows, by the stage's name (tkbench.plan.model.PlannedTest.stage)
+OWN = {
+    "precondition": _precondition_rows,
+    "recovery": _recovery_rows,
+    "groups": _groups_rows,
+    "intensity": _intensity_rows,
+    "operating": _operating_rows,
+}
+
+
+def stage_rows(src: Source, stage: str) -> tuple[Requirement, ...]:
+    """The rows of one stage (``src``: where its type's reference values come from):
+    the rows every test shares, the stage's own, and what it says of preconditioning
+    (a later stage has none of its own) and of extra statistics (all but the
+    operating points, whose histogram is required)."""
     extra: tuple[Requirement, ...] = ()
     if stage != "precondition":
         extra += (Requirement("preconditioning", ("precondition",), src, _no_wipc),)
@@ -444,20 +453,27 @@ def rows(procedure: str, stage: str) -> tuple[Requirement, ...]:
                 state=lambda c: None,
             ),
         )
-    if stage in ("intensity", "operating"):
-        own = (*own, *_stimulus(src, _mix))
-    out = (
+    return (
         *common.workload_rows(False),
         *common.steady_rows(False),
-        *own,
+        *OWN[stage](src),
         *common.extra_rows(False),
         *extra,
     )
-    if procedure == "dirth":
-        # the operator's block size and mix are stated; the rest of the stimulus is judged
-        kept = [r for r in out if r.name != "R/W mix" or stage == "precondition"]
-        out = (*kept, choice)
-    return out
+
+
+def operator_stimulus(rows: tuple[Requirement, ...], stage: str) -> tuple[Requirement, ...]:
+    """``rows`` of a stage whose block size and mix are the operator's (DIRTH): they are
+    stated, and the rest of the stimulus is judged (the preconditioning's 100 %
+    writes too)."""
+    choice = Requirement(
+        "block size and R/W mix",
+        ("points.bs", "points.read_pct"),
+        Source(CHOICE, f"{I_AD}: DIRTH's block size and mix are the operator's"),
+        state=_operator_bs,
+    )
+    kept = [r for r in rows if r.name != "R/W mix" or stage == "precondition"]
+    return (*kept, choice)
 
 
 NOT_JUDGED = (
