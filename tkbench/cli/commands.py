@@ -314,21 +314,21 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
-    from tkbench.cli.ui import LogProgress, RichProgress
+    from tkbench.cli.ui import LogProgress, RichProgress, WatchedProgress
     from tkbench.engine.options import NullProgress
     from tkbench.fio.runner import STATUS_INTERVAL
     from tkbench.fleet.progress import STATUS_ENV
 
     if SESSION.quiet:
-        return support.WatchedProgress(NullProgress())
+        return WatchedProgress(NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
-        return support.WatchedProgress(RichProgress())
+        return WatchedProgress(RichProgress())
     # fio's live figures: a line a minute in logs, every report with -v or for the
     # terminal display of the fleet that started this run
     every = STATUS_INTERVAL if SESSION.verbose else 60.0
     if os.environ.pop(STATUS_ENV, None) is not None:
         every = STATUS_INTERVAL
-    return support.WatchedProgress(LogProgress(status_every=every))
+    return WatchedProgress(LogProgress(status_every=every))
 
 
 def cmd_history(args: argparse.Namespace) -> int:
