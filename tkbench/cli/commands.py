@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from tkbench.cli import support
 from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
-from tkbench.cli.options import rig_name
+from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
 from tkbench.cli.terminal import printable
 from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_report_stack()  # before anything is touched, not after a day of fio
     req = RunRequest(
         profile=args.profile,
-        profile_given="profile" in vars(args).get("_given", {}),
+        profile_given=given(args, "profile"),
         target=args.target,
         size=args.size,
         out=args.out,
