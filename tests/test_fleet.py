@@ -18,6 +18,7 @@ import pytest
 from tests._helpers import FAST, TWO_IOPS_ROUNDS, sets
 from tkbench import cli
 from tkbench import fleet as fleetmod
+from tkbench.cli.options import given
 from tkbench.errors import RunDirError
 from tkbench.rundir.store import load_run
 
@@ -254,6 +255,14 @@ def test_one_target_keeps_refusing_two_confirm_ids(
     argv += ["--confirm", "x", "--confirm", "y", "--out", str(tmp_path / "r")]
     _refused(argv, capsys, 2, "--confirm given twice with different values (x and y)")
     assert not (tmp_path / "r").exists()
+
+
+def test_an_option_given_is_told_from_its_default() -> None:
+    """What run --resume and the fleet's resume check: --profile typed, even with the
+    default's own value, is given; left out, it is not."""
+    parser = cli.build_parser()
+    assert not given(parser.parse_args(["run", "--target", "x"]), "profile")
+    assert given(parser.parse_args(["run", "--target", "x", "--profile", "quick"]), "profile")
 
 
 def test_plan_of_several_drives_prints_each_and_warns_of_oversubscription(

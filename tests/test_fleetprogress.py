@@ -3,7 +3,14 @@ are as tkbench.cli.ui.LogProgress writes them; tests/test_tty.py reads real ones
 
 from __future__ import annotations
 
-from tkbench.fleet.progress import DriveState, fields, line_kind
+import io
+from types import SimpleNamespace
+
+from tkbench.cli.ui import LogProgress
+from tkbench.engine import events
+from tkbench.fio.results import LiveFigures
+from tkbench.fleet import progress as lines
+from tkbench.fleet.progress import DriveState, fields, line_kind, parse_line
 
 T = "2026-11-23T10:00:36+00:00"
 
@@ -55,3 +62,35 @@ def test_line_kinds_and_fields() -> None:
         "result": "not steady, 3 rounds",
         "x": "1",
     }
+
+
+def test_a_childs_lines_parse_back_into_what_its_engine_said() -> None:
+    """The child->parent boundary: the engine's typed events, written by LogProgress
+    as a child writes them, are parsed once into typed lines with the same values."""
+    out = io.StringIO()
+    log = LogProgress(out, status_every=0.001)
+    test = SimpleNamespace(name="iops", title="IOPS", max_rounds=25)
+    plan = SimpleNamespace(
+        profile=SimpleNamespace(name="quick"), tests=[test], estimate=lambda: (60.0, 120.0)
+    )
+    said = [
+        events.RunStarted(plan, "/r"),
+        events.TestStarted(test, 0),
+        events.Phase(test, "precondition", bytes=16777216),
+        events.RoundStarted(test, 3, 12.0),
+        events.FioStatus(test, LiveFigures("4k 65/35", 31830.5, 130.0, 0.03, 1.0)),
+        events.TestDone(test, SimpleNamespace(summary="steady state, rounds 1–3")),
+        events.RunDone(SimpleNamespace(status="complete")),
+    ]
+    for event in said:
+        log.event(event)
+    written = out.getvalue().splitlines()
+    assert [parse_line(line) for line in written] == [
+        lines.RunStartLine((60.0, 120.0)),
+        lines.TestStartLine("iops", 25),
+        lines.PhaseLine("iops", "precondition"),
+        lines.RoundStartLine(3),
+        lines.StatusLine(31830.0, "4k 65/35"),  # the line has 4 digits (31830.5: 3.183e+04)
+        lines.TestDoneLine(),
+        lines.RunDoneLine("complete"),
+    ]

@@ -121,3 +121,25 @@ def test_the_demo_names_tkbench_as_the_user_should_type_it(
     (other / "tkbench").chmod(0o755)
     monkeypatch.setenv("PATH", str(other))  # another tkbench first on PATH
     assert command_name(str(real)) == str(real)
+
+
+def test_help_and_a_bad_option_do_not_load_the_engine_or_the_plotting() -> None:
+    """--help and an argument error answer without importing the engine or matplotlib:
+    what they print needs neither.  (numpy and the test types still come in: the
+    capture command's module reads workload files with numpy, and the profile package
+    loads the kinds.)"""
+    for argv in (["--help"], ["run", "--no-such-option"]):
+        code = (
+            "import runpy, sys\n"
+            f"sys.argv = ['tkbench', *{argv!r}]\n"
+            "try:\n"
+            "    runpy.run_module('tkbench', run_name='__main__')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "loaded = [m for m in ('matplotlib', 'tkbench.engine') if m in sys.modules]\n"
+            "sys.stderr.write(f'LOADED {loaded}\\n')\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert "LOADED []" in done.stderr, (argv, done.stderr[-500:])

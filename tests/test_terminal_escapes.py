@@ -17,6 +17,7 @@ import pytest
 from tests._rundir_outputs import RUNDIRS
 from tkbench import cli
 from tkbench.cli.ui import LogProgress
+from tkbench.engine import events
 
 HOSTILE = "\x1b[2J\rX"  # clear the screen, then overwrite the line
 SHOWN = "\\x1b[2J\\rX"
@@ -114,7 +115,7 @@ def test_log_progress_lines_are_escaped() -> None:
     stream = io.StringIO()
     progress = LogProgress(stream)
     test = SimpleNamespace(name=f"iops{HOSTILE}", max_rounds=3)
-    progress.event("test_resumed", test=test, action=f"go{HOSTILE}", rounds=1)
+    progress.event(events.TestResumed(test, f"go{HOSTILE}", 1))
     line = stream.getvalue()
     assert line.count("\n") == 1
     clean(line)

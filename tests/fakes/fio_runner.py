@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tkbench.engine import events
+from tkbench.engine.events import Event
 from tkbench.errors import FioJobError
 from tkbench.fio import jobfile
 from tkbench.fio.output import DEFAULT_PERCENTILES, check_jobs, parse
@@ -107,17 +109,18 @@ class _Tracker:
         self.fake = fake
         self.inner = inner
 
-    def event(self, kind: str, **info: Any) -> None:
-        test = info.get("test")
-        if kind in ("round_started", "round_started_ahead"):
-            self.fake.test, self.fake.round = test.name, int(info["round"])
+    def event(self, event: Event) -> None:
+        test = getattr(event, "test", None)
+        number = getattr(event, "round", None)
+        if isinstance(event, events.RoundStarted | events.RoundStartedAhead):
+            self.fake.test, self.fake.round = event.test.name, event.round
             self.fake.phase = ""
-        elif kind in ("phase", "test_started", "test_resumed") and test is not None:
-            self.fake.test, self.fake.round = test.name, 0
-            self.fake.phase = str(info.get("phase", ""))
-        self.fake.events.append((kind, getattr(test, "name", None), info.get("round")))
+        elif isinstance(event, events.Phase | events.TestStarted | events.TestResumed):
+            self.fake.test, self.fake.round = event.test.name, 0
+            self.fake.phase = event.phase if isinstance(event, events.Phase) else ""
+        self.fake.events.append((type(event).__name__, getattr(test, "name", None), number))
         if self.inner is not None:
-            self.inner.event(kind, **info)
+            self.inner.event(event)
 
 
 @dataclass

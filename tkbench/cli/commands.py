@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from tkbench.cli import support
 from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
-from tkbench.cli.options import rig_name
+from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
 from tkbench.cli.terminal import printable
 from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         require_report_stack()  # before anything is touched, not after a day of fio
     req = RunRequest(
         profile=args.profile,
-        profile_given="profile" in vars(args).get("_given", {}),
+        profile_given=given(args, "profile"),
         target=args.target,
         size=args.size,
         out=args.out,
@@ -314,21 +314,21 @@ def _prompt(text: str) -> str:
 
 
 def _progress(interactive: bool) -> Any:
-    from tkbench.cli.ui import LogProgress, RichProgress
+    from tkbench.cli.ui import LogProgress, RichProgress, WatchedProgress
     from tkbench.engine.options import NullProgress
     from tkbench.fio.runner import STATUS_INTERVAL
     from tkbench.fleet.progress import STATUS_ENV
 
     if SESSION.quiet:
-        return support.WatchedProgress(NullProgress())
+        return WatchedProgress(NullProgress())
     if interactive and os.environ.get("TERM") != "dumb":
-        return support.WatchedProgress(RichProgress())
+        return WatchedProgress(RichProgress())
     # fio's live figures: a line a minute in logs, every report with -v or for the
     # terminal display of the fleet that started this run
     every = STATUS_INTERVAL if SESSION.verbose else 60.0
     if os.environ.pop(STATUS_ENV, None) is not None:
         every = STATUS_INTERVAL
-    return support.WatchedProgress(LogProgress(status_every=every))
+    return WatchedProgress(LogProgress(status_every=every))
 
 
 def cmd_history(args: argparse.Namespace) -> int:

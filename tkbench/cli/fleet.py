@@ -26,7 +26,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tkbench import fleet as fleetmod
-from tkbench.cli.options import rig_name
+from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, command_name, info, one_line, say, warn
 from tkbench.errors import EXIT_DEVICE, InputError, RunDirError, TkbenchError
 from tkbench.fleet.progress import STATUS_ENV
@@ -174,7 +174,7 @@ def _resume(args: argparse.Namespace) -> int:
     _refuse_for_fleet(args)
     if args.out is not None and args.out.resolve() != root.resolve():
         raise InputError(f"--out {args.out} differs from --resume {root}")
-    if "profile" in vars(args).get("_given", {}):
+    if given(args, "profile"):
         raise InputError("--resume of a fleet keeps the profile it was started with")
     record = fleetmod.FleetRecord.load(root)
     todo = fleetmod.unfinished(root, record)

@@ -12,6 +12,13 @@ from typing import Any
 from tkbench.errors import InputError
 from tkbench.units import parse_size
 
+_GIVEN = "_given"  # the namespace's record of the options Once saw: dest -> value
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the option of ``dest`` was on the command line (rather than its default)."""
+    return dest in vars(args).get(_GIVEN, {})
+
 
 class Once(argparse.Action):
     """A single-valued option given twice with different values is an error, never
@@ -25,7 +32,7 @@ class Once(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        seen: dict[str, Any] = namespace.__dict__.setdefault("_given", {})
+        seen: dict[str, Any] = namespace.__dict__.setdefault(_GIVEN, {})
         if self.dest in seen and seen[self.dest] != values:
             raise InputError(
                 f"{option_string or self.dest} given twice with different values "

@@ -38,32 +38,6 @@ def info(text: str) -> None:
         sys.stderr.write(printable(text.removesuffix("\n"), lines=True) + "\n")
 
 
-class WatchedProgress:
-    """Passes progress events on; remembers the run directory, and keeps a run going
-    when whoever reads its progress lines goes away (a closed pipe, a closed terminal)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.broken = False
-
-    def event(self, kind: str, **info: Any) -> None:
-        if kind == "run_started" and info.get("run_dir"):
-            SESSION.run_dir = Path(str(info["run_dir"]))
-        if self.broken:
-            return
-        try:
-            self.inner.event(kind, **info)
-        except BrokenPipeError:
-            self.broken = True
-            silence(sys.stderr)
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None and not self.broken:
-            with contextlib.suppress(BrokenPipeError):
-                close()
-
-
 def command_name(argv0: str | None = None) -> str:
     """How the user should type tkbench: ``tkbench`` when that is on PATH and is this
     very program, else the path this process was started by (``.venv/bin/tkbench``),

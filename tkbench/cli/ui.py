@@ -7,9 +7,14 @@ import math
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
+from tkbench.cli import support
 from tkbench.cli.terminal import printable
+from tkbench.engine import events
+from tkbench.engine.events import Event
+from tkbench.fio.results import LiveFigures
 from tkbench.units import format_duration, human_bytes, timestamp
 
 
@@ -25,12 +30,35 @@ def _shown(value: object) -> str:
     return escape(printable(str(value)))
 
 
-def status_text(info: dict[str, Any]) -> str:
+def status_text(fig: LiveFigures) -> str:
     """fio's live figures for people: ``4k 0/100: 81,978 IOPS, 335.8 MB/s, 0.39 ms``."""
-    return (
-        f"{info['point']}: {info['iops']:,.0f} IOPS, {info['mbs']:,.1f} MB/s, "
-        f"{info['lat_ms']:.3g} ms"
-    )
+    return f"{fig.point}: {fig.iops:,.0f} IOPS, {fig.mbs:,.1f} MB/s, {fig.lat_ms:.3g} ms"
+
+
+class WatchedProgress:
+    """Passes progress events on; remembers the run directory, and keeps a run going
+    when whoever reads its progress lines goes away (a closed pipe, a closed terminal)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.broken = False
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, events.RunStarted) and event.run_dir:
+            support.SESSION.run_dir = Path(event.run_dir)
+        if self.broken:
+            return
+        try:
+            self.inner.event(event)
+        except BrokenPipeError:
+            self.broken = True
+            support.silence(sys.stderr)
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None and not self.broken:
+            with contextlib.suppress(BrokenPipeError):
+                close()
 
 
 class LogProgress:
@@ -46,58 +74,50 @@ class LogProgress:
         self.stream.write(f"{_stamp()} {printable(text)}\n")
         self.stream.flush()
 
-    def event(self, kind: str, **info: Any) -> None:
-        test: Any = info.get("test")
-        name = getattr(test, "name", "")
-        if kind == "run_started":
-            plan = info["plan"]
-            lo, hi = plan.estimate()
-            self._line(
-                f"run start dir={info['run_dir']} profile={plan.profile.name} "
-                f"tests={','.join(t.name for t in plan.tests)} "
-                f"estimate={format_duration(lo)}..{format_duration(hi)} "
-                f"estimate_s={lo:.0f}..{hi:.0f}"
-            )
-        elif kind == "test_started":
-            self._line(
-                f"test start name={name} rounds_done={info.get('rounds_done', 0)} "
-                f"max_rounds={test.max_rounds}"
-            )
-        elif kind == "test_resumed":
-            self._line(
-                f"test resume name={name} action={info['action']} rounds_kept={info['rounds']}"
-            )
-        elif kind == "test_skipped":
-            self._line(f"test skip name={name} reason={info['reason']!r}")
-        elif kind == "phase":
-            extra = f" bytes={info['bytes']}" if "bytes" in info else ""
-            self._line(f"phase name={name} phase={info['phase']}{extra}")
-        elif kind == "round_started":
-            self._line(
-                f"round start test={name} round={info['round']} seconds={info['seconds']:.1f}"
-            )
-        elif kind == "round_done":
-            parts = [f"round done test={name} round={info['round']}"]
-            parts += [f"{k.replace(' ', '_')}={v:.4g}" for k, v in info["tracking"].items()]
-            steady = info.get("verdicts") or {}
-            # state= only for a test with a steady-state criterion (a fixed, write
-            # saturation or copy test has none: "not-steady" would misread)
-            if steady:
-                reached = all(v.reached for v in steady.values())
-                parts.append("state=" + ("steady" if reached else "not-steady"))
-            self._line(" ".join(parts))
-        elif kind == "test_done":
-            self._line(f"test done name={name} result={info['result'].summary!r}")
-        elif kind == "run_done":
-            self._line(f"run done status={info['manifest'].status}")
-        elif kind == "fio_status" and self.status_every > 0:
-            now = time.monotonic()
-            if now - self._last_status >= self.status_every:
-                self._last_status = now
+    def event(self, event: Event) -> None:
+        match event:
+            case events.RunStarted(plan=plan, run_dir=run_dir):
+                lo, hi = plan.estimate()
                 self._line(
-                    f"status test={name} point={info['point'].replace(' ', '_')} "
-                    f"iops={info['iops']:.4g} mbs={info['mbs']:.4g} lat_ms={info['lat_ms']:.4g}"
+                    f"run start dir={run_dir} profile={plan.profile.name} "
+                    f"tests={','.join(t.name for t in plan.tests)} "
+                    f"estimate={format_duration(lo)}..{format_duration(hi)} "
+                    f"estimate_s={lo:.0f}..{hi:.0f}"
                 )
+            case events.TestStarted(test=test, rounds_done=done):
+                self._line(
+                    f"test start name={test.name} rounds_done={done} max_rounds={test.max_rounds}"
+                )
+            case events.TestResumed(test=test, action=action, rounds=kept):
+                self._line(f"test resume name={test.name} action={action} rounds_kept={kept}")
+            case events.TestSkipped(test=test, reason=reason):
+                self._line(f"test skip name={test.name} reason={reason!r}")
+            case events.Phase(test=test, phase=phase, bytes=size):
+                extra = f" bytes={size}" if size is not None else ""
+                self._line(f"phase name={test.name} phase={phase}{extra}")
+            case events.RoundStarted(test=test, round=n, seconds=seconds):
+                self._line(f"round start test={test.name} round={n} seconds={seconds:.1f}")
+            case events.RoundDone(test=test, round=n, tracking=tracking, verdicts=steady):
+                parts = [f"round done test={test.name} round={n}"]
+                parts += [f"{k.replace(' ', '_')}={v:.4g}" for k, v in tracking.items()]
+                # state= only for a test with a steady-state criterion (a fixed, write
+                # saturation or copy test has none: "not-steady" would misread)
+                if steady:
+                    reached = all(v.reached for v in steady.values())
+                    parts.append("state=" + ("steady" if reached else "not-steady"))
+                self._line(" ".join(parts))
+            case events.TestDone(test=test, result=result):
+                self._line(f"test done name={test.name} result={result.summary!r}")
+            case events.RunDone(manifest=manifest):
+                self._line(f"run done status={manifest.status}")
+            case events.FioStatus(test=test, figures=fig) if self.status_every > 0:
+                now = time.monotonic()
+                if now - self._last_status >= self.status_every:
+                    self._last_status = now
+                    self._line(
+                        f"status test={test.name} point={fig.point.replace(' ', '_')} "
+                        f"iops={fig.iops:.4g} mbs={fig.mbs:.4g} lat_ms={fig.lat_ms:.4g}"
+                    )
 
 
 class RichProgress:
@@ -143,64 +163,61 @@ class RichProgress:
                 el = min(time.monotonic() - self._round_start, self._round_len)
                 self.bars.update(self.round_task, completed=el)
 
-    def event(self, kind: str, **info: Any) -> None:
-        test: Any = info.get("test")
-        if kind == "run_started":
-            self._plan = info["plan"]
-            self.bars.start()
-            self.console.print(f"[bold]tkbench[/] run directory: {_shown(info['run_dir'])}")
-            self.run_task = self.bars.add_task("run", total=len(self._plan.tests), info="")
-            self._ticker = threading.Thread(target=self._tick, daemon=True)
-            self._ticker.start()
-        elif kind == "test_started":
-            if self.test_task is not None:
-                self.bars.remove_task(self.test_task)
-            self.test_task = self.bars.add_task(
-                _shown(test.title),
-                total=test.max_rounds,
-                completed=info.get("rounds_done", 0),
-                info=f"up to {test.max_rounds} rounds",
-            )
-        elif kind == "test_resumed":
-            self.console.print(
-                f"resuming {_shown(test.name)}: {_shown(info['action'])} "
-                f"({info['rounds']} round(s) kept)"
-            )
-        elif kind == "test_skipped":
-            self.console.print(f"{_shown(test.name)}: {_shown(info['reason'])}")
-            self._advance_run()
-        elif kind == "phase":
-            extra = f" {human_bytes(info['bytes'])}" if "bytes" in info else ""
-            self.bars.update(self.test_task, info=_shown(f"{info['phase']}{extra}"))
-            self._round_len = 0.0  # no round runs: live figures go to the test's bar
-        elif kind == "round_started":
-            if self.round_task is None:
-                self.round_task = self.bars.add_task("round", total=1, info="")
-            self._round_start = time.monotonic()
-            self._round_len = max(info["seconds"], 0.01)
-            self.bars.reset(
-                self.round_task,
-                total=self._round_len,
-                description=f"  round {info['round']}",
-                info="",
-            )
-        elif kind == "round_done":
-            vals = ", ".join(f"{k} {v:,.1f}" for k, v in info["tracking"].items())
-            verdicts = info.get("verdicts") or {}
-            steady = bool(verdicts) and all(v.reached for v in verdicts.values())
-            self.bars.update(self.test_task, advance=1, info=("steady " if steady else "") + vals)
-            self.console.print(f"  {_shown(test.name)} round {info['round']}: {_shown(vals)}")
-        elif kind == "test_done":
-            self.console.print(f"[bold]{_shown(test.title)}[/]: {_shown(info['result'].summary)}")
-            full = test.max_rounds  # the bar's total, whatever ended the test
-            self.bars.update(self.test_task, completed=full)
-            self._advance_run()
-        elif kind == "run_done":
-            self.close()
-        elif kind == "fio_status":
-            task = self.round_task if self._round_len > 0 else self.test_task
-            if task is not None:
-                self.bars.update(task, info=_shown(status_text(info)))
+    def event(self, event: Event) -> None:
+        match event:
+            case events.RunStarted(plan=plan, run_dir=run_dir):
+                self._plan = plan
+                self.bars.start()
+                self.console.print(f"[bold]tkbench[/] run directory: {_shown(run_dir)}")
+                self.run_task = self.bars.add_task("run", total=len(plan.tests), info="")
+                self._ticker = threading.Thread(target=self._tick, daemon=True)
+                self._ticker.start()
+            case events.TestStarted(test=test, rounds_done=done):
+                if self.test_task is not None:
+                    self.bars.remove_task(self.test_task)
+                self.test_task = self.bars.add_task(
+                    _shown(test.title),
+                    total=test.max_rounds,
+                    completed=done,
+                    info=f"up to {test.max_rounds} rounds",
+                )
+            case events.TestResumed(test=test, action=action, rounds=kept):
+                self.console.print(
+                    f"resuming {_shown(test.name)}: {_shown(action)} ({kept} round(s) kept)"
+                )
+            case events.TestSkipped(test=test, reason=reason):
+                self.console.print(f"{_shown(test.name)}: {_shown(reason)}")
+                self._advance_run()
+            case events.Phase(phase=phase, bytes=size):
+                extra = f" {human_bytes(size)}" if size is not None else ""
+                self.bars.update(self.test_task, info=_shown(f"{phase}{extra}"))
+                self._round_len = 0.0  # no round runs: live figures go to the test's bar
+            case events.RoundStarted(round=n, seconds=seconds):
+                if self.round_task is None:
+                    self.round_task = self.bars.add_task("round", total=1, info="")
+                self._round_start = time.monotonic()
+                self._round_len = max(seconds, 0.01)
+                self.bars.reset(
+                    self.round_task, total=self._round_len, description=f"  round {n}", info=""
+                )
+            case events.RoundDone(test=test, round=n, tracking=tracking, verdicts=verdicts):
+                vals = ", ".join(f"{k} {v:,.1f}" for k, v in tracking.items())
+                steady = bool(verdicts) and all(v.reached for v in verdicts.values())
+                self.bars.update(
+                    self.test_task, advance=1, info=("steady " if steady else "") + vals
+                )
+                self.console.print(f"  {_shown(test.name)} round {n}: {_shown(vals)}")
+            case events.TestDone(test=test, result=result):
+                self.console.print(f"[bold]{_shown(test.title)}[/]: {_shown(result.summary)}")
+                full = test.max_rounds  # the bar's total, whatever ended the test
+                self.bars.update(self.test_task, completed=full)
+                self._advance_run()
+            case events.RunDone():
+                self.close()
+            case events.FioStatus(figures=fig):
+                task = self.round_task if self._round_len > 0 else self.test_task
+                if task is not None:
+                    self.bars.update(task, info=_shown(status_text(fig)))
 
     def _advance_run(self) -> None:
         if self.run_task is not None:

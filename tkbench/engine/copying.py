@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tkbench.engine import clock
+from tkbench.engine import clock, events
 from tkbench.engine.state import TestState
 from tkbench.engine.state import started as started_of
 from tkbench.engine.state import written as written_of
@@ -26,7 +26,7 @@ def copy_rounds(steps: Steps, state: TestState) -> str:
     session = copyrun.CopySession(test.spec, Path(workdir), steps.store.log, steps.options.stop)
 
     def announce(what: str, size: int) -> None:
-        steps.progress.event("phase", test=test, phase=what, bytes=size)
+        steps.progress.event(events.Phase(test, what, bytes=size))
 
     session.prepare(announce)
     state.total_written = written_of(rounds)
@@ -37,12 +37,12 @@ def copy_rounds(steps: Steps, state: TestState) -> str:
             break
         steps.check_stop()
         n = len(rounds) + 1
-        steps.progress.event("round_started", test=test, round=n, seconds=test.round_seconds)
+        steps.progress.event(events.RoundStarted(test, round=n, seconds=test.round_seconds))
         began = clock.time()
         copies = []
         for point in test.points:
             steps.check_stop()
-            steps.progress.event("phase", test=test, phase=f"copy {point.tag}", bytes=point.size)
+            steps.progress.event(events.Phase(test, f"copy {point.tag}", bytes=point.size))
             copies.append(session.copy(point))
         written = sum(p.size for p in test.points)
         record = Round(
@@ -60,12 +60,12 @@ def copy_rounds(steps: Steps, state: TestState) -> str:
         state.total_written = int(record.total_written_bytes)
         rounds.append(record)
         steps.progress.event(
-            "round_done",
-            test=test,
-            round=n,
-            tracking={f"{c.point.copy_set} {c.point.data} MB/s": c.mb_s for c in copies},
-            verdicts={},
-            total_written=state.total_written,
+            events.RoundDone(
+                test,
+                round=n,
+                tracking={f"{c.point.copy_set} {c.point.data} MB/s": c.mb_s for c in copies},
+                total_written=state.total_written,
+            )
         )
     session.close()
     return reason

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from tkbench.engine.events import Event
 from tkbench.fio import jobfile
 
 # Seconds of idle between two rounds after which the drive may have recovered
@@ -20,13 +21,14 @@ IDLE_GAP_MIN = 1.0
 
 
 class Progress(Protocol):
-    """What the engine tells the user interface (the CLI renders it)."""
+    """What the engine tells the user interface (the CLI renders it): one of the
+    records of tkbench/engine/events.py."""
 
-    def event(self, kind: str, **info: Any) -> None: ...
+    def event(self, event: Event) -> None: ...
 
 
 class NullProgress:
-    def event(self, kind: str, **info: Any) -> None:
+    def event(self, event: Event) -> None:
         pass
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import math
 
-from tkbench.engine import clock
+from tkbench.engine import clock, events
 from tkbench.engine.pipeline import Pipeline, RoundRun, ahead_of, last_point_done, stop_runs
 from tkbench.engine.state import TestState
 from tkbench.engine.state import written as written_of
@@ -54,10 +54,7 @@ def run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
             f"(its first record stands), so that part {len(parts) + 1} follows it as planned"
         )
     progress.event(
-        "round_started",
-        test=test,
-        round=1,
-        seconds=math.fsum(p.round_seconds for _, p in todo),
+        events.RoundStarted(test, round=1, seconds=math.fsum(p.round_seconds for _, p in todo))
     )
     thermal = steps.thermal()
     written = int(parts[-1].total_written_bytes) if parts else written_of(state.rounds)
@@ -73,7 +70,7 @@ def run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
                 cur.end_eta = clock.monotonic() + part.round_seconds
             point = part.points[0]
             what = f"part {k} of {count}" if k else f"lead-in: part {point.index + 1} again"
-            progress.event("phase", test=test, phase=f"{what}: {point.tag or point.label}")
+            progress.event(events.Phase(test, f"{what}: {point.tag or point.label}"))
             pipeline.watch(test, cur, part.points)
             if at + 1 < len(todo) and steps.options.back_to_back and cur.handoff is not None:
                 following = todo[at + 1][1]
@@ -116,10 +113,7 @@ def run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
     record = steps.temperature(test, thermal, record)
     state.rounds.append(record)
     progress.event(
-        "round_done",
-        test=test,
-        round=1,
-        tracking=record.tracking,
-        verdicts={},
-        total_written=int(record.total_written_bytes),
+        events.RoundDone(
+            test, round=1, tracking=record.tracking, total_written=int(record.total_written_bytes)
+        )
     )

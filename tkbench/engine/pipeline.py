@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tkbench.analysis.stoprules import kind_of
-from tkbench.engine import clock
+from tkbench.engine import clock, events
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
 from tkbench.fio import jobfile
@@ -171,7 +171,7 @@ class Pipeline:
         cur.sampler = CounterSampler(
             self.steps.target,
             points,
-            lambda fig: progress.event("fio_status", test=test, **fig.to_dict()),
+            lambda fig: progress.event(events.FioStatus(test, fig)),
             startup=FIO_STARTUP if cur.follows is None else 0.0,
         )
 
@@ -205,7 +205,7 @@ class Pipeline:
         never read, nothing of it is stored or counted."""
         stop_runs(r)
         self.steps.store.log(f"test {test.name}: round {r.number}, started ahead, discarded: {why}")
-        self.steps.progress.event("round_discarded", test=test, round=r.number, reason=why)
+        self.steps.progress.event(events.RoundDiscarded(test, r.number, why))
 
     def may_start_ahead(self, state: TestState, cur: RoundRun) -> bool:
         """Whether the round after ``cur`` is started while ``cur`` runs: not without the
@@ -229,7 +229,7 @@ class Pipeline:
         test = state.test
 
         def start_next() -> RoundRun:
-            self.steps.progress.event("round_started_ahead", test=test, round=cur.number + 1)
+            self.steps.progress.event(events.RoundStartedAhead(test, cur.number + 1))
             return self.start(test, cur.number + 1, state.rounds, after=cur)
 
         return ahead_of(cur, start_next)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tkbench.analysis.segments import segment_of
 from tkbench.analysis.stoprules import kind_named
-from tkbench.engine import clock
+from tkbench.engine import clock, events
 from tkbench.engine.options import IDLE_GAP_MIN
 from tkbench.engine.pipeline import Pipeline, RoundRun, last_point_done, stop_runs
 from tkbench.engine.state import TestState
@@ -47,16 +47,12 @@ class RoundLoop:
                 steps.check_stop()
                 if ahead is None:
                     self.after_idle(state)
-                    steps.progress.event(
-                        "round_started", test=test, round=n, seconds=test.round_seconds
-                    )
+                    steps.progress.event(events.RoundStarted(test, n, test.round_seconds))
                     cur = pipeline.start(test, n, rounds)
                 else:
                     cur, ahead = ahead, None  # under way since the last round ended
                     cur.end_eta = clock.monotonic() + test.round_seconds  # from now, not drifting
-                    steps.progress.event(
-                        "round_started", test=test, round=n, seconds=test.round_seconds
-                    )
+                    steps.progress.event(events.RoundStarted(test, n, test.round_seconds))
                 pipeline.watch(test, cur, test.points)
                 ahead = pipeline.await_next(state, cur)
                 run = pipeline.collect(test, cur)
@@ -86,12 +82,9 @@ class RoundLoop:
                 rounds.append(record)
                 cur = None  # stored; ``ahead`` (if any) still knows when it ended
                 steps.progress.event(
-                    "round_done",
-                    test=test,
-                    round=n,
-                    tracking=record.tracking,
-                    verdicts=steps.verdicts(state),
-                    total_written=state.total_written,
+                    events.RoundDone(
+                        test, n, record.tracking, state.total_written, steps.verdicts(state)
+                    )
                 )
         finally:
             # an error or an interrupt: the fio of the round under way, and of one started
@@ -112,9 +105,7 @@ class RoundLoop:
             f"test {test.name}: {gap:.0f} s idle since round {rounds[-1].round}; "
             f"new segment {state.segment}"
         )
-        self.steps.progress.event(
-            "test_resumed", test=test, action="idle gap: new segment", rounds=len(rounds)
-        )
+        self.steps.progress.event(events.TestResumed(test, "idle gap: new segment", len(rounds)))
         if test.precondition is not None:
             self.steps.precondition(test, state.segment)
 

@@ -34,7 +34,7 @@ from tkbench.analysis.segments import segment_rounds
 from tkbench.analysis.stoprules import kind_named, test_result
 from tkbench.analysis.window import window, window_records
 from tkbench.device import owndata
-from tkbench.engine import clock, histphase
+from tkbench.engine import clock, events, histphase
 from tkbench.engine.copying import copy_rounds
 from tkbench.engine.manifest import purge_record
 from tkbench.engine.options import EngineOptions, NullProgress, Progress
@@ -96,7 +96,7 @@ class Engine:
         """Run (or continue) every planned test.  Returns the final manifest."""
         store = self.store
         data = store.load()
-        self.progress.event("run_started", plan=self.plan, run_dir=str(store.root))
+        self.progress.event(events.RunStarted(self.plan, str(store.root)))
         # the drive's volatile write cache, set before the first test touches the drive
         setting = self.plan.profile.workload.write_cache
         cache = self.target.write_cache(setting, RunRecordSink(store))
@@ -107,7 +107,7 @@ class Engine:
                 self.steps.check_stop()
                 existing = _find(data.tests, test.name)
                 if existing is not None and existing.finished:
-                    self.progress.event("test_skipped", test=test, reason="already complete")
+                    self.progress.event(events.TestSkipped(test, "already complete"))
                     continue
                 if test.derive_from:
                     test = self._derive(test, existing)
@@ -141,7 +141,7 @@ class Engine:
                 shutil.rmtree(self.steps.runtime, ignore_errors=True)
         manifest = store.update_manifest(status="complete", ended=clock.time())
         store.log("run complete")
-        self.progress.event("run_done", manifest=manifest)
+        self.progress.event(events.RunDone(manifest))
         shutil.rmtree(store.root / ".scratch", ignore_errors=True)
         return manifest
 
@@ -204,7 +204,7 @@ class Engine:
                 f"{kept} part(s)" if kept is not None else f"{len(rounds)} complete round(s)"
             )
             store.log(f"resume {test.name}: {action} ({kept_words} kept)")
-            self.progress.event("test_resumed", test=test, action=action, rounds=len(rounds))
+            self.progress.event(events.TestResumed(test, action, len(rounds)))
             if action in ("continue", "continue-parts"):
                 needs_purge = needs_pre = False
             elif action == "re-precondition":
@@ -219,7 +219,7 @@ class Engine:
         else:
             # what the engine knows now and a reader could only guess later
             store.save_test_plan(test.name, steps.record(test))
-        self.progress.event("test_started", test=test, rounds_done=len(rounds))
+        self.progress.event(events.TestStarted(test, len(rounds)))
         store.log(f"test {test.name}: started")
         self._health(test, "before")
 
@@ -256,7 +256,7 @@ class Engine:
         return procedures.resolve(test, chosen)
 
     def _purge(self, test: PlannedTest, segment: int) -> None:
-        self.progress.event("phase", test=test, phase="purge")
+        self.progress.event(events.Phase(test, "purge"))
         t0 = clock.time()
         profile = self.plan.profile
         if profile.purge.method != "none":
@@ -324,7 +324,7 @@ class Engine:
         self.target.test_done(test.name)
         self.store.save_result(test.name, result)
         self.store.log(f"test {test.name}: {result.summary}")
-        self.progress.event("test_done", test=test, result=result)
+        self.progress.event(events.TestDone(test, result))
 
     def _histogram_phase(self, test: PlannedTest, rounds: list[Round], stop_reason: str) -> None:
         """After the rounds, the response-time histogram phase (tkbench/engine/histphase.py),
@@ -334,7 +334,7 @@ class Engine:
         if point is None or done.exists():
             return
         self.steps.check_stop()
-        self.progress.event("phase", test=test, phase="response-time histogram")
+        self.progress.event(events.Phase(test, "response-time histogram"))
         options = self.target.fio_options(test.spec.workload.ioengine)
         text = histphase.jobfile_text(test, options, self.steps.handoff())
         labels = {point.job_name: "response-time histogram"}

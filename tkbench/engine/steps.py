@@ -15,7 +15,7 @@ from tkbench import kinds
 from tkbench.analysis import steady
 from tkbench.analysis.segments import segment_verdicts
 from tkbench.analysis.stoprules import kind_of
-from tkbench.engine import clock
+from tkbench.engine import clock, events
 from tkbench.engine.options import EngineOptions, Progress
 from tkbench.engine.state import TestState
 from tkbench.engine.thermalwatch import ThermalWatch
@@ -135,7 +135,7 @@ class Steps:
         timeout = planned + self.options.fio_timeout_margin
 
         def show(fig: LiveFigures) -> None:
-            self.progress.event("fio_status", test=test, **fig.to_dict())
+            self.progress.event(events.FioStatus(test, fig))
 
         on_line = StatusStream(labels, show).feed
         try:
@@ -157,7 +157,7 @@ class Steps:
         pre = test.precondition
         assert pre is not None
         wl = test.spec.workload
-        self.progress.event("phase", test=test, phase="precondition", bytes=pre.total_bytes)
+        self.progress.event(events.Phase(test, "precondition", bytes=pre.total_bytes))
         text = jobfile.precondition_jobfile(test, self.target.fio_options(wl.ioengine))
         limit = self.plan.profile.precondition.max_duration
         # generous: at 1 MB/s per GB of capacity this still ends (a real drive is far faster)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from tkbench.errors import FioJobError, FioParseError
@@ -165,9 +165,6 @@ class LiveFigures:
     mbs: float  # MB/s (10^6 bytes/s)
     lat_ms: float  # mean response time
     seconds: float  # the interval the figures cover
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 Totals = dict[str, tuple[float, float, float, float]]

@@ -46,6 +46,91 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _whole(text: str | None) -> int | None:
+    value = _number(text)
+    return int(value) if value is not None else None
+
+
+# What a child's progress line says, parsed once from its text (a child runs in
+# another process: its lines, not the engine's events, are what the fleet has).
+
+
+@dataclass(frozen=True)
+class RunStartLine:
+    estimate: tuple[float, float] | None  # the plan's seconds, lowest and highest
+
+
+@dataclass(frozen=True)
+class TestStartLine:
+    """A test starts or resumes."""
+
+    name: str
+    max_rounds: int | None
+
+
+@dataclass(frozen=True)
+class PhaseLine:
+    name: str | None  # the test (None: the line did not say)
+    phase: str
+
+
+@dataclass(frozen=True)
+class RoundStartLine:
+    round: int | None
+
+
+@dataclass(frozen=True)
+class StatusLine:
+    iops: float | None
+    point: str
+
+
+@dataclass(frozen=True)
+class TestDoneLine:
+    pass
+
+
+@dataclass(frozen=True)
+class RunDoneLine:
+    status: str
+
+
+ProgressLine = (
+    RunStartLine
+    | TestStartLine
+    | PhaseLine
+    | RoundStartLine
+    | StatusLine
+    | TestDoneLine
+    | RunDoneLine
+)
+
+
+def parse_line(line: str) -> ProgressLine | None:
+    """The progress a line of a child's output reports; None for any other line."""
+    m = _LINE.match(line)
+    if m is None:
+        return None
+    what, f = m.group("what"), fields(m.group("rest"))
+    if what == "run start":
+        lo, _, hi = f.get("estimate_s", "").partition("..")
+        low, high = _number(lo), _number(hi)
+        return RunStartLine(None if low is None or high is None else (low, high))
+    if what in ("test start", "test resume"):
+        return TestStartLine(f.get("name", ""), _whole(f.get("max_rounds")))
+    if what == "phase":  # the step before the rounds: purge, precondition...
+        return PhaseLine(f.get("name"), f.get("phase", ""))
+    if what == "round start":
+        return RoundStartLine(_whole(f.get("round")))
+    if what == "status":
+        return StatusLine(_number(f.get("iops")), f.get("point", "").replace("_", " "))
+    if what == "test done":
+        return TestDoneLine()
+    if what == "run done":
+        return RunDoneLine(f.get("status", "?"))
+    return None
+
+
 @dataclass
 class DriveState:
     """One drive of a fleet, as its log lines told it."""
@@ -63,37 +148,30 @@ class DriveState:
 
     def feed(self, line: str, now: float) -> bool:
         """Take one line of the run's output; True when it changed what is shown."""
-        m = _LINE.match(line)
-        if m is None:
-            return False
-        what, f = m.group("what"), fields(m.group("rest"))
-        if what == "run start":
-            self.state, self.started = "running", now
-            lo, _, hi = f.get("estimate_s", "").partition("..")
-            low, high = _number(lo), _number(hi)
-            if low is not None and high is not None:
-                self.estimate = (low, high)
-        elif what in ("test start", "test resume"):
-            self.state = "running"
-            self.test, self.phase, self.round, self.iops = f.get("name", ""), "", None, None
-            rounds = _number(f.get("max_rounds"))
-            self.max_rounds = int(rounds) if rounds is not None else None
-        elif what == "phase":  # the step before the rounds: purge, precondition...
-            self.test, self.phase = f.get("name", self.test), f.get("phase", "")
-            self.iops = None
-        elif what == "round start":
-            r = _number(f.get("round"))
-            self.round, self.phase = (int(r) if r is not None else None), ""
-            self.iops, self.point = None, ""  # the figures were of the previous step
-        elif what == "status":
-            self.iops, self.point = _number(f.get("iops")), f.get("point", "").replace("_", " ")
-        elif what == "test done":
-            self.phase, self.iops = "done", None
-        elif what == "run done":
-            self.state = f"done: {f.get('status', '?')}"
-            self.iops = None
-        else:
-            return False
+        match parse_line(line):
+            case RunStartLine(estimate=estimate):
+                self.state, self.started = "running", now
+                if estimate is not None:
+                    self.estimate = estimate
+            case TestStartLine(name=name, max_rounds=rounds):
+                self.state = "running"
+                self.test, self.phase, self.round, self.iops = name, "", None, None
+                self.max_rounds = rounds
+            case PhaseLine(name=name, phase=phase):
+                self.test, self.phase = self.test if name is None else name, phase
+                self.iops = None
+            case RoundStartLine(round=n):
+                self.round, self.phase = n, ""
+                self.iops, self.point = None, ""  # the figures were of the previous step
+            case StatusLine(iops=iops, point=point):
+                self.iops, self.point = iops, point
+            case TestDoneLine():
+                self.phase, self.iops = "done", None
+            case RunDoneLine(status=status):
+                self.state = f"done: {status}"
+                self.iops = None
+            case _:
+                return False
         return True
 
     def ended(self, code: int, outcome: str) -> None:
