@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import math
 import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -229,6 +230,10 @@ class Site:
     pages: tuple[ModelPage, ...]
     threshold: float
     runs: int
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
 
     @property
     def runs_pages(self) -> tuple[RunsPage, ...]:
@@ -457,7 +462,7 @@ def _section(profile: str, views: list[RunView]) -> ProfileSection:
 def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> ProfileSection:
     """The section with its pages of older runs (its runs beyond the model page's)."""
     older = []
-    for start in range(ROWS_SHOWN, len(newest), ROWS_PER_PAGE):
+    for start in older_starts(len(newest)):
         runs = tuple(newest[start : start + ROWS_PER_PAGE])
         older.append(
             RunsPage(
@@ -476,9 +481,60 @@ def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> P
     return replace(section, older=tuple(older))
 
 
+@dataclass(frozen=True)
+class ModelPart:
+    """One drive model's share of the site: its pages and its drives' rows on the index."""
+
+    pages: tuple[ModelPage, ...]
+    drives: tuple[DriveRow, ...]
+    runs: int
+
+
+def older_starts(total: int) -> range:
+    """Where each page of older runs starts among a profile's ``total`` runs, newest
+    first (none when the model page holds them all)."""
+    return range(ROWS_SHOWN, total, ROWS_PER_PAGE)
+
+
+def page_names(groups: Iterable[tuple[str, str, str, int]]) -> list[str]:
+    """The file names of the pages of the site, from its (model, firmware, profile,
+    number of runs) groups (what :func:`each_model` makes of them: a history counts
+    them without reading every run)."""
+    out: dict[str, None] = {}
+    for model, firmware, profile, total in groups:
+        out[page_name(model, firmware)] = None
+        for k in range(len(older_starts(total))):
+            out[runs_page_name(model, firmware, profile, k + 2)] = None
+    return list(out)
+
+
 def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
-    """The site's contents.  ``site_dir``: where its pages will be (report links are
-    relative to it)."""
+    """The site's contents, whole.  ``site_dir``: where its pages will be (report links
+    are relative to it)."""
+    ordered = sorted(entries, key=lambda e: e.model)
+    parts = list(each_model(ordered, threshold, site_dir))
+    return Site(
+        tuple(d for p in parts for d in p.drives),
+        tuple(page for p in parts for page in p.pages),
+        threshold,
+        sum(p.runs for p in parts),
+    )
+
+
+def each_model(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Iterator[ModelPart]:
+    """The site's contents one drive model at a time, from entries in the history's
+    order (by model first: each model's runs come together), so that a lab's year
+    is never in memory at once.  Its runs are numbered (their rows' anchors) across
+    the models, as :func:`build` numbers them."""
+    done = 0
+    for _model, mine in itertools.groupby(entries, key=lambda e: e.model):
+        part = _model_part(mine, threshold, site_dir, done)
+        done += part.runs
+        yield part
+
+
+def _model_part(entries: Iterable[Entry], threshold: float, site_dir: Path, done: int) -> ModelPart:
+    """The pages and drives of the entries of one model; ``done``: runs numbered before."""
     by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for e in entries:
         by_drive[(e.model, e.serial)].append(_slim(e))
@@ -490,7 +546,8 @@ def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
     views.sort(key=lambda v: (v.entry.model, v.entry.firmware, *_start(v)))
     rows = _row_pages(views)
     views = [
-        replace(v, anchor=f"run-{i}", row_page=rows[id(v)]) for i, v in enumerate(views, start=1)
+        replace(v, anchor=f"run-{i}", row_page=rows[id(v)])
+        for i, v in enumerate(views, start=done + 1)
     ]
 
     by_page: dict[tuple[str, str], list[RunView]] = defaultdict(list)
@@ -530,4 +587,4 @@ def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
                 tuple((fw, page_name(model, fw)) for fw in firmwares),
             )
         )
-    return Site(tuple(drives), tuple(pages), threshold, len(views))
+    return ModelPart(tuple(pages), tuple(drives), len(views))

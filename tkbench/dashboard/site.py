@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from tkbench.dashboard.chart import Budget, Chart, build_chart, colour
-from tkbench.dashboard.model import ModelPage, Site, number, value_cells
+from tkbench.dashboard.model import DriveRow, ModelPage, ModelPart, Site, number, value_cells
 from tkbench.errors import InputError
 from tkbench.outputs.files import check_output, run_directory_of, write_output
 from tkbench.profile.paths import bundled
@@ -93,37 +93,66 @@ def render(site: Site, location: str, built: float | None = None) -> dict[str, s
     return dict(each_page(site, location, built))
 
 
-def names(site: Site) -> list[str]:
-    """The file names of the site's pages, as :func:`each_page` gives them."""
-    return [
-        "index.html",
-        *(name for page in site.pages for name in (page.filename, *_older_names(page))),
-    ]
-
-
-def _older_names(page: ModelPage) -> list[str]:
-    return [runs.filename for section in page.sections for runs in section.older]
-
-
 def each_page(site: Site, location: str, built: float | None = None) -> Iterator[tuple[str, str]]:
-    """The site's pages, (file name, HTML), one at a time: a site of a lab's year is
-    hundreds of megabytes of HTML, written as it is made rather than held whole."""
+    """The site's pages, (file name, HTML), one at a time, the index first."""
     env = _environment()
-    common = {
+    common = _common(location, built, site.threshold)
+    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
+    for page in site.pages:
+        yield from _model_pages(env, page, common)
+
+
+@dataclass
+class Index:
+    """What the index shows, gathered as the model pages are made (:func:`each_part_page`)."""
+
+    threshold: float
+    drives: list[DriveRow] = field(default_factory=list)
+    runs: int = 0
+    page_count: int = 0
+
+
+def each_part_page(
+    parts: Iterable[ModelPart],
+    location: str,
+    threshold: float,
+    index: Index,
+    built: float | None = None,
+) -> Iterator[tuple[str, str]]:
+    """The pages of a site made one drive model at a time (:func:`.model.each_model`),
+    (file name, HTML) as they are made, the index last: a lab's year is hundreds of
+    megabytes of HTML and thousands of runs per model, written as they are made rather
+    than held whole.  ``index`` gathers the drives, runs and pages."""
+    env = _environment()
+    common = _common(location, built, threshold)
+    for part in parts:
+        for page in part.pages:
+            yield from _model_pages(env, page, common)
+        index.drives.extend(part.drives)
+        index.runs += part.runs
+        index.page_count += len(part.pages)
+    yield "index.html", env.get_template("index.html.j2").render(site=index, **common)
+
+
+def _common(location: str, built: float | None, threshold: float) -> dict[str, Any]:
+    return {
         "marker": MARKER,
         "location": location,
         "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built or time.time())),
-        "threshold": site.threshold,
+        "threshold": threshold,
     }
-    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
-    drive = env.get_template("drive.html.j2")
+
+
+def _model_pages(
+    env: jinja2.Environment, page: ModelPage, common: dict[str, Any]
+) -> Iterator[tuple[str, str]]:
+    """A model page and its pages of older runs."""
+    drawn = _page_charts(page)
+    yield page.filename, env.get_template("drive.html.j2").render(page=page, **common, **drawn)
     older = env.get_template("runs.html.j2")
-    for page in site.pages:
-        drawn = _page_charts(page)
-        yield page.filename, drive.render(page=page, **common, **drawn)
-        for section in page.sections:
-            for runs in section.older:
-                yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
+    for section in page.sections:
+        for runs in section.older:
+            yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
 
 
 def _page_charts(page: ModelPage) -> dict[str, Any]:
@@ -160,14 +189,18 @@ def write(
     if out.is_dir():
         _check_names(out, [*names, *ASSETS])
     files = []
+    checked = set(names)
     for name, html in pages:
+        if name not in checked:  # runs indexed since the names were counted: a new page
+            _check_names(out, [name])
+            checked.add(name)
         write_output(out / name, html, "--out")
         files.append(out / name)
     for name in ASSETS:
         write_output(out / name, (bundled("templates") / "dashboard" / name).read_bytes(), "--out")
         files.append(out / name)
     removed = []
-    kept = set(names)
+    kept = {f.name for f in files}
     for old in sorted(out.glob(PAGES)):
         if old.name not in kept and old.is_file() and not old.is_symlink() and _ours(old):
             old.unlink()

@@ -211,6 +211,18 @@ class History(ABC):
                     f"history database {self.location}: unreadable row: {exc}"
                 ) from None
 
+    def groups(self) -> list[tuple[str, str, str, int]]:
+        """How many runs each (model, firmware, profile) has, counted by the database
+        (no run is read): what the dashboard's pages are, before it reads the runs."""
+        with self._reader() as con:
+            if con is None:
+                return []
+            rows = con.execute(
+                "SELECT model, firmware, profile, COUNT(*) FROM runs "
+                "GROUP BY model, firmware, profile"
+            ).fetchall()
+        return [(m, f, p, int(n)) for m, f, p, n in rows]
+
     def check_readable(self) -> None:
         """Read one entry, as a listing would read every one: a history whose rows
         cannot be read is refused before a run, in a time and memory that do not grow
