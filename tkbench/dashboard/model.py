@@ -30,6 +30,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
 from markupsafe import Markup
 
 from tkbench.analysis import better_is_higher
@@ -132,8 +133,15 @@ class RunView:
         return frozenset(r.key for r in self.regressions)
 
     @cached_property
+    def flagged(self) -> bool:
+        """Failed acceptance or did not complete: a point to draw on every chart."""
+        return self.acceptance == "FAIL" or self.entry.status != "complete"
+
+    @cached_property
     def numbers(self) -> dict[str, float]:
         """Its headline numbers and its volume figures (keyed ``"TEST NAME"``)."""
+        if not self.entry.volume:
+            return self.entry.headline  # read only: one dict a run, not two
         figures = history_figure_runs(self.entry.volume)
         return {**self.entry.headline, **{k: f.mean for k, f in figures.items()}}
 
@@ -153,6 +161,8 @@ class RunView:
 class Series:
     serial: str
     runs: tuple[RunView, ...]  # those with a start time and this number, oldest first
+    times: np.ndarray  # their start times and this number, as arrays (a chart's input)
+    values: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -392,7 +402,51 @@ def _begun(e: Entry) -> float:
     return e.started or 0
 
 
-def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_dir: Path) -> RunView:
+def _beyond(
+    current: dict[str, float], baseline: dict[str, float], threshold: float
+) -> dict[str, float]:
+    """The numbers of ``current`` that differ from the baseline's by more than
+    ``threshold`` % either way, or are not finite: the only ones the regression check
+    (:func:`tkbench.outputs.checks.regression_checks`) can fail, since a change within
+    the threshold is within it whichever way is better.  Only these are handed to it
+    (its messages cost more than the rest of a run's view); the judgement is its own."""
+    within = threshold * (1 - 1e-9) / 100.0  # a hair inside: rounding never hides one
+    out = {}
+    for key, now in current.items():
+        before = baseline.get(key)
+        if before is not None and not abs(now - before) <= within * abs(before):
+            out[key] = now
+    return out
+
+
+class Reports:
+    """:func:`find_report` for the runs of a history: a run directory whose parent is
+    not on this machine (another rig's) is known so without a look per run."""
+
+    def __init__(self, site_dir: Path) -> None:
+        self.site_dir = site_dir
+        self.absent: dict[str, bool] = {}
+
+    def __call__(self, run_dir: str) -> Report:
+        parent = os.path.dirname(run_dir)
+        absent = self.absent.get(parent)
+        if absent is None:
+            try:
+                os.stat(parent)
+                absent = False
+            except (FileNotFoundError, NotADirectoryError):
+                absent = os.path.isabs(run_dir)
+            except OSError:
+                absent = False  # find_report says what
+            self.absent[parent] = absent
+        if absent:
+            return Report(None, None, run_dir, "run directory not on this machine")
+        return find_report(run_dir, self.site_dir)
+
+
+def _view(
+    e: Entry, anchor: str, baselines: Baselines, threshold: float, reports: Reports
+) -> RunView:
     acceptance, failed = _acceptance(e)
     regressions: tuple[Regression, ...] = ()
     baseline = None
@@ -407,8 +461,10 @@ def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_di
         else:
             baseline = when(base.started)
             label = f"the run of {baseline}"
+            before = _known(base.headline)
+            suspects = _beyond(_known(e.headline), before, threshold)
             checks = regression_checks(
-                _known(e.headline), _known(base.headline), threshold, label
+                suspects, before, threshold, label
             ) + volume_regression_checks(
                 history_figure_runs(e.volume), history_figure_runs(base.volume), threshold, label
             )
@@ -423,7 +479,7 @@ def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_di
         entry=e,
         anchor=anchor,
         started=when(e.started),
-        report=find_report(e.run_dir, site_dir),
+        report=reports(e.run_dir),
         acceptance=acceptance,
         failed_checks=failed,
         regressions=regressions,
@@ -444,13 +500,24 @@ def _section(profile: str, views: list[RunView]) -> ProfileSection:
         keys.update(dict.fromkeys(v.numbers))
         if v.entry.started is not None:
             by_serial[v.entry.serial].append(v)
+    # each serial's runs as arrays, a row per run and a column per number (NaN: none),
+    # read once rather than once per number
+    columns = {}
+    for serial, mine in sorted(by_serial.items()):
+        times = np.fromiter((v.entry.started for v in mine), float, len(mine))
+        values = np.array([[v.numbers.get(k, math.nan) for k in keys] for v in mine], float)
+        values = values.reshape(len(mine), len(keys))
+        columns[serial] = (mine, times, values, np.isfinite(values))
     trends = []
-    for key in keys:
+    for j, key in enumerate(keys):
         series = []
-        for serial, mine in sorted(by_serial.items()):
-            runs = tuple(v for v in mine if math.isfinite(v.numbers.get(key, math.nan)))
-            if runs:
-                series.append(Series(serial, runs))
+        for serial, (mine, times, values, finite) in columns.items():
+            has = finite[:, j]
+            if has.all():
+                series.append(Series(serial, tuple(mine), times, values[:, j]))
+            elif has.any():
+                runs = tuple(itertools.compress(mine, has.tolist()))
+                series.append(Series(serial, runs, times[has], values[has, j]))
         title, unit = _title(key)
         trends.append(Trend(key, title, unit, _higher_is_better(key), tuple(series)))
     newest = ordered[::-1]
@@ -538,11 +605,12 @@ def _model_part(entries: Iterable[Entry], threshold: float, site_dir: Path, done
     by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for e in entries:
         by_drive[(e.model, e.serial)].append(_slim(e))
+    reports = Reports(site_dir)
     views: list[RunView] = []
     for drive in by_drive.values():
         baselines = Baselines(drive)
         for e in drive:
-            views.append(_view(e, "", baselines, threshold, site_dir))
+            views.append(_view(e, "", baselines, threshold, reports))
     views.sort(key=lambda v: (v.entry.model, v.entry.firmware, *_start(v)))
     rows = _row_pages(views)
     views = [

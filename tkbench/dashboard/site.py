@@ -12,15 +12,24 @@ year is hundreds of megabytes of pages, never held whole).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from tkbench.dashboard.chart import Budget, Chart, build_chart, colour
-from tkbench.dashboard.model import DriveRow, ModelPage, ModelPart, Site, number, value_cells
+from tkbench.dashboard.model import (
+    DriveRow,
+    ModelPage,
+    ModelPart,
+    RunView,
+    Site,
+    number,
+    value_cells,
+)
 from tkbench.errors import InputError
 from tkbench.outputs.files import check_output, run_directory_of, write_output
 from tkbench.profile.paths import bundled
@@ -52,8 +61,81 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=number, pct=lambda v: f"{v:g}")
-    env.globals.update(value_cells=value_cells)
+    env.globals.update(
+        value_cells=value_cells,
+        verdict=verdict,
+        acceptance=acceptance,
+        regressions=regressions,
+        report=report,
+        swatch=swatch,
+        run_row=run_row,
+    )
     return env
+
+
+# A run's row and its pieces, made here rather than by the templates: a lab's year is
+# tens of thousands of rows, and Jinja's calls and escapes cost more than the row.
+
+
+def verdict(run: RunView) -> Markup:
+    v = escape(run.verdict)
+    return Markup(f'<span class="verdict v-{v.lower()}">{v}</span>')
+
+
+def acceptance(run: RunView) -> Markup:
+    kind = escape(run.acceptance.replace(" ", "-").lower())
+    return Markup(f'<span class="acc acc-{kind}">{escape(run.acceptance)}</span>')
+
+
+def regressions(run: RunView) -> Markup:
+    found = " reg-found" if run.regressions else ""
+    return Markup(f'<span class="reg{found}">{escape(run.regression_state)}</span>')
+
+
+def report(run: RunView) -> Markup:
+    """A link to the run's report (and its PDF), else its directory and why not."""
+    r = run.report
+    if r.href:
+        html = f'<a class="report" href="{escape(r.href)}">report</a>'
+        if r.pdf_href:
+            html += f' <a class="report" href="{escape(r.pdf_href)}">PDF</a>'
+        return Markup(html)
+    return Markup(
+        f'<span class="path">{escape(r.path)}</span> <span class="note">({escape(r.note)})</span>\n'
+    )
+
+
+def swatch(colour: str) -> Markup:
+    return Markup(
+        '<svg class="swatch" width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
+        f'<circle cx="6" cy="6" r="5" fill="{escape(colour)}"/></svg>'
+    )
+
+
+def run_row(run: RunView, keys: Sequence[str], colours: Mapping[str, str]) -> Markup:
+    """A run's row in a table of runs (``keys``: its numbers' columns)."""
+    e = run.entry
+    anchor = escape(run.anchor)
+    rig = f' <span class="rig">(rig {escape(e.rig)})</span>' if e.rig else ""
+    failed = regressed = ""
+    if run.failed_checks:
+        items = "".join(f"<li>{escape(c)}</li>" for c in run.failed_checks)
+        failed = f'<ul class="failed-checks">{items}</ul>'
+    if run.regressions:
+        items = "".join(f"<li>{escape(g.key)}: {escape(g.message)}</li>" for g in run.regressions)
+        regressed = f'<ul class="regressions">{items}</ul>'
+    return Markup(
+        f'<tr class="run" id="{anchor}" data-run="{anchor}">\n'
+        f'<td class="when">{escape(run.started)}</td>\n'
+        f'<td class="serial">{swatch(colours[e.serial])} {escape(e.serial)}</td>\n'
+        f"<td>{escape(e.host)}{rig}</td>\n"
+        f'<td class="status">{escape(e.status)}</td>\n'
+        f"<td>{acceptance(run)}{failed}</td>\n"
+        f"<td>{regressions(run)}{regressed}</td>\n"
+        f"{value_cells(run, keys)}\n"
+        f"<td>{report(run)}</td>\n"
+        "</tr>"
+    )
 
 
 def _ours(path: Path) -> bool:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import socket
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -212,16 +213,18 @@ class History(ABC):
                 ) from None
 
     def groups(self) -> list[tuple[str, str, str, int]]:
-        """How many runs each (model, firmware, profile) has, counted by the database
-        (no run is read): what the dashboard's pages are, before it reads the runs."""
+        """How many runs each (model, firmware, profile) has, from those three columns
+        only (counted here: SQLite's GROUP BY sorts the whole table first): what the
+        dashboard's pages are, before it reads the runs."""
+        counts: Counter[tuple[str, str, str]] = Counter()
         with self._reader() as con:
             if con is None:
                 return []
-            rows = con.execute(
-                "SELECT model, firmware, profile, COUNT(*) FROM runs "
-                "GROUP BY model, firmware, profile"
-            ).fetchall()
-        return [(m, f, p, int(n)) for m, f, p, n in rows]
+            for model, firmware, profile in self._stream(
+                con, "SELECT model, firmware, profile FROM runs", []
+            ):
+                counts[(model, firmware, profile)] += 1
+        return [(*key, n) for key, n in counts.items()]
 
     def check_readable(self) -> None:
         """Read one entry, as a listing would read every one: a history whose rows
