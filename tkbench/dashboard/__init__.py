@@ -43,7 +43,8 @@ def build_site(
     # written; then one drive model at a time: its runs read (the history gives them
     # by model), its pages made and written, only its drives' rows kept for the index
     names = ["index.html", *model.page_names(history.groups())]
-    parts = model.each_model(history.each(), threshold, Path(os.path.abspath(out)))
+    runs = history.each(skip=("repeats",))  # the repeated points: not on the site
+    parts = model.each_model(runs, threshold, Path(os.path.abspath(out)))
     index = site.Index(threshold)
     built = now if now is not None else time.time()
     pages = site.each_part_page(parts, history.location, threshold, index, built)

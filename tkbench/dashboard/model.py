@@ -312,6 +312,8 @@ def _higher_is_better(key: str) -> bool:
 def _known(headline: dict[str, float]) -> dict[str, float]:
     """The numbers whose direction this tkbench knows: those it can check.  A lab's
     history may hold runs of a newer tkbench with metrics this one lacks."""
+    if all(map(_checkable, headline)):
+        return headline  # read only, like the entry's
     return {key: value for key, value in headline.items() if _checkable(key)}
 
 

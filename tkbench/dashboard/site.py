@@ -68,7 +68,7 @@ def _environment() -> jinja2.Environment:
         regressions=regressions,
         report=report,
         swatch=swatch,
-        run_row=run_row,
+        run_rows=run_rows,
     )
     return env
 
@@ -110,6 +110,11 @@ def swatch(colour: str) -> Markup:
         '<svg class="swatch" width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
         f'<circle cx="6" cy="6" r="5" fill="{escape(colour)}"/></svg>'
     )
+
+
+def run_rows(runs: Iterable[RunView], keys: Sequence[str], colours: Mapping[str, str]) -> Markup:
+    """The rows of a table of runs, each ended by a newline."""
+    return Markup("".join(f"{run_row(run, keys, colours)}\n" for run in runs))
 
 
 def run_row(run: RunView, keys: Sequence[str], colours: Mapping[str, str]) -> Markup:
