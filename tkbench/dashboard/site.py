@@ -5,8 +5,11 @@ The directory may hold other files: the dashboard writes only its own
 overwrite a file of those names that it did not write (each carries
 :data:`MARKER`), and removes only drive pages of its own that a new build no longer
 has (a model or firmware pruned from the history).  Every file name is checked
-before anything is written; then each page is written as it is rendered (a lab's
-year is hundreds of megabytes of pages, never held whole).
+before anything is written (the names come from the runs the history counts per
+model, firmware and profile; a page of runs indexed since then is checked when it
+comes); then each page is written as it is rendered, one drive model at a time, the
+index last (a lab's year is hundreds of megabytes of pages and tens of thousands of
+runs, never held whole).
 """
 
 from __future__ import annotations
