@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py [--sizes 1000,10000,73000]
         [--backends sqlite,postgresql] [--import-dirs 1000] [--no-pts-e] [--tiny]
+        [--cache DIR]
 
 A lab's year: 200 drives (10 models of 20 drives, each model on two firmwares, the
 second from mid-year), 50 rigs of four drives, one run per drive per night -- 73,000
@@ -27,11 +28,17 @@ load, the CPU time much less):
 * once, ``show``, ``report``, ``export`` (OpenMetrics) and ``compare`` of a
   full-size synthetic PTS-E run (``tests/synthetic.py``, as benchmarks/report_render.py).
 
+``--cache DIR`` keeps the SQLite histories it builds in DIR (named by size and by
+:data:`LAB_VERSION`) and uses them again on the next run; PostgreSQL's are built
+each time, in the server started for the run.
+
 Growth is measured in one run of this script: for each command, between two
 consecutive sizes, the exponent ``log(c2 / c1) / log(n2 / n1)`` of its CPU time
 (1: linear; interpreter start-up makes small sizes look better than linear).
 The goals at 73,000 entries: every command under 15 s and 500 MB, no dashboard
-page over 2 MB, growth linear or better; the full PTS-E report under 20 s.  ``--tiny`` (a test runs
+page over 2 MB, growth linear or better; the full PTS-E report under 20 s.  They
+are judged twice, by CPU time (what counts on a shared machine, whose load average
+is printed beside) and by wall-clock time (on a quiet one).  ``--tiny`` (a test runs
 it) uses sizes 200 and 400, 20 run directories to import and, in place of the
 PTS-E runs, two small kept runs (tests/data/rundirs): seconds, not figures to
 quote.
@@ -157,6 +164,23 @@ def build_history(location: str, n: int) -> float:
     return time.perf_counter() - t0
 
 
+LAB_VERSION = 1  # of the entries() above: a history kept by --cache is rebuilt when it changes
+
+
+def cached_history(where: Path, n: int) -> Path:
+    """The SQLite history of ``n`` entries kept in ``where`` (built there the first time,
+    under a temporary name until it is whole)."""
+    path = where / f"history-{n}-lab{LAB_VERSION}.sqlite"
+    if not path.exists():
+        where.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(".part")
+        part.unlink(missing_ok=True)
+        built = build_history(str(part), n)
+        part.rename(path)
+        print(f"--- sqlite {n}: history built in {built:.1f} s, kept in {path}", flush=True)
+    return path
+
+
 def child(argv: list[str], out: Path | None = None) -> Measured:
     """Run ``argv`` (a child process); its wall-clock time and peak RSS."""
     env = dict(
@@ -251,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--import-dirs", type=int, default=1000, help="run directories to import")
     ap.add_argument("--no-pts-e", action="store_true", help="skip the full PTS-E run")
     ap.add_argument("--tiny", action="store_true", help="a check that it runs (sizes 200,400)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        help="keep the SQLite histories built here, to use them again",
+    )
     args = ap.parse_args(argv)
     if args.tiny:
         args.sizes, args.import_dirs = "200,400", 20
@@ -259,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(backends) <= {"sqlite", "postgresql"}:
         ap.error(f"--backends: sqlite and/or postgresql, not {args.backends}")
 
+    load_before = os.getloadavg()[0]
     times: dict[tuple[str, str], dict[int, float]] = {}
     worst_s = worst_cpu = worst_mb = page_mb = page_s = 0.0
 
@@ -278,14 +308,18 @@ def main(argv: list[str] | None = None) -> int:
         dirs = small_runs(tmp / "small", args.import_dirs)
         for backend in backends:
             for n in sizes:
-                if backend == "sqlite":
-                    loc = str(tmp / f"history-{n}.sqlite")
-                else:
-                    assert server is not None
-                    loc = server.new_database(f"scale{n}")
-                built = build_history(loc, n)
                 label = f"{backend} {n}"
-                print(f"--- {label}: history built in {built:.1f} s", flush=True)
+                if backend == "sqlite" and args.cache is not None:
+                    loc = str(cached_history(args.cache, n))
+                    print(f"--- {label}: history kept in {loc}", flush=True)
+                else:
+                    if backend == "sqlite":
+                        loc = str(tmp / f"history-{n}.sqlite")
+                    else:
+                        assert server is not None
+                        loc = server.new_database(f"scale{n}")
+                    built = build_history(loc, n)
+                    print(f"--- {label}: history built in {built:.1f} s", flush=True)
                 for what, extra in (
                     ("history", []),
                     ("history --json", ["--json"]),
@@ -321,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             show(f"{backend} history import", f"{len(dirs)}d", m)
             note(backend, "history import", f"{len(dirs)}d", m)
 
-        report_s = -1.0
+        report_s = report_cpu = -1.0
         if not args.no_pts_e:
             if args.tiny:  # the commands, not their figures: two small kept runs
                 run, other = SMALL_RUN, SMALL_RUN.parent / "file-b"
@@ -333,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                 make_synthetic_run(other, seed=1)
             show("pts-e show", "1", tkbench("show", str(run)))
             m = tkbench("report", str(run), "--out", str(tmp / "report.pdf"))
-            report_s = m.seconds
+            report_s, report_cpu = m.seconds, m.cpu
             show("pts-e report", "1", m)
             show(
                 "pts-e export openmetrics",
@@ -354,11 +388,20 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {backend} {what}: "
                 + ", ".join(f"{a}->{b} {e:.2f}" for (a, b), e in zip(pairs, exps, strict=True))
             )
-    ok = worst_s <= GOAL_SECONDS and worst_mb <= GOAL_MB and page_mb <= GOAL_PAGE_MB
-    ok = ok and (report_s < 0 or report_s <= GOAL_REPORT_SECONDS)
+    sized = worst_mb <= GOAL_MB and page_mb <= GOAL_PAGE_MB
+
+    def verdict(seconds: float, report: float) -> str:
+        ok = sized and seconds <= GOAL_SECONDS and report <= GOAL_REPORT_SECONDS
+        return "met" if ok else "NOT met"
+
+    # on a shared machine the wall-clock time follows the others' load: CPU time is
+    # the figure to judge by there, wall-clock time on a quiet machine
     print(
         f"goals (<= {GOAL_SECONDS:g} s, {GOAL_MB:g} MB, pages <= {GOAL_PAGE_MB:g} MB, "
-        f"report <= {GOAL_REPORT_SECONDS:g} s): {'met' if ok else 'NOT met'} at {sizes[-1]}"
+        f"report <= {GOAL_REPORT_SECONDS:g} s) at {sizes[-1]}: "
+        f"{verdict(worst_cpu, report_cpu)} in CPU time, "
+        f"{verdict(worst_s, report_s)} in wall-clock time; load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     print(
         f"sizes={','.join(map(str, sizes))} worst_seconds={worst_s:.2f} "

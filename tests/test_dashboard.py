@@ -14,7 +14,6 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -637,13 +636,9 @@ def test_volume_figures_get_a_trend_and_regressions_beyond_their_noise(
     deviations 10 and 2: Welch's half width t(2) x 5.888 = 25.3 %), then a 30 % drop
     beyond it (2 and 2: t(4) x 1.633 = 5.7 % of 80)."""
 
-    class Nights:
-        location = "nights"
-
-        def each(self) -> Iterator[Entry]:
-            yield from [_night(T0, 100, 10), _night(T0 + DAY, 80, 2), _night(T0 + 2 * DAY, 56, 2)]
-
-    built = build_site(Nights(), tmp_path / "site", threshold=5)  # type: ignore[arg-type]
+    nights = history.open_history(tmp_path / "nights.sqlite")
+    nights.put([_night(T0, 100, 10), _night(T0 + DAY, 80, 2), _night(T0 + 2 * DAY, 56, 2)])
+    built = build_site(nights, tmp_path / "site", threshold=5)
     assert built.runs == 3
     load(page, tmp_path / "site" / page_name("Volume", "ext4"), "volume-nights")
     assert texts(page, "figure.trend figcaption") == ["copy: iso.random (MB/s), higher is better"]

@@ -8,13 +8,18 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter, defaultdict
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
 from tkbench import history
 from tkbench.dashboard import build_site
+from tkbench.dashboard.model import build as build_whole
 from tkbench.dashboard.model import number
+from tkbench.dashboard.site import render
 from tkbench.history import Entry, baseline_of
 from tkbench.outputs.checks import regression_checks
 
@@ -24,6 +29,7 @@ KEYS += [f"latency: lat_mean {bs} {mix}" for bs in ("4k", "8k") for mix in ("0/1
 KEYS += ["throughput: bw 128k 0/100", "throughput: bw 1024k 100/0"]
 SERIALS = 10
 NIGHTS = 200
+T_BUILT = 1_800_000_000.0  # the time the site says it was built
 
 
 def lab(nights: int = NIGHTS) -> list[Entry]:
@@ -169,3 +175,40 @@ def test_a_large_history_gives_small_pages_whose_links_and_numbers_hold(tmp_path
         state = "none" if not failed else f"{len(failed)} regression"
         assert cell[5].startswith(state), (e.run_dir, cell[5])
     assert seen_regressions > 10
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty history of each backend."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return str(tmp_path / "h.sqlite")
+
+
+def test_the_site_made_one_model_at_a_time_is_the_whole_sites(
+    location: str, tmp_path: Path
+) -> None:
+    """Three models (one with two firmwares): the pages written one model at a time,
+    from the page names the database counted, are those of the site built whole
+    (the same rows, anchors numbered across the models, the same older pages)."""
+    entries = []
+    for k, (model, firmware) in enumerate([("Lab SSD", "FW1"), ("B drive", "2"), ("Z", "FW9")]):
+        for e in lab(nights=40 if k == 0 else 15):
+            entries.append(
+                replace(e, model=model, firmware=firmware, run_dir=f"{e.run_dir}-{k}", run_id=None)
+            )
+    entries += [replace(e, firmware="FW0", run_dir=e.run_dir + "-old") for e in entries[:450]]
+    h = history.open_history(location)
+    h.put(entries)
+    counts = Counter((e.model, e.firmware, e.profile) for e in entries)
+    assert sorted(h.groups()) == sorted((*k, n) for k, n in counts.items())
+
+    site = tmp_path / "site"
+    built = build_site(h, site, now=T_BUILT)
+    whole = render(build_whole(entries, 10.0, site.resolve()), h.location, T_BUILT)
+    assert built.runs == len(entries) and built.pages == 5 and built.drives == 3 * SERIALS
+    assert sorted(p.name for p in site.glob("*.html")) == sorted(whole)
+    assert len(whole) > 5  # pages of older runs too
+    for name, html in whole.items():
+        assert (site / name).read_text(encoding="utf-8") == html, name

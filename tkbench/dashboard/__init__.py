@@ -39,10 +39,16 @@ def build_site(
 ) -> Built:
     """Write the dashboard of every run in ``history`` into the directory ``out``."""
     site.check_out_dir(out)  # bad input before the history is read
-    # read one entry at a time, each kept as the site needs it (model.build)
-    content = model.build(history.each(), threshold, Path(os.path.abspath(out)))
-    pages = site.each_page(content, history.location, now if now is not None else time.time())
-    written = site.write(out, pages, site.names(content))
+    # the pages' names from the runs counted by the database, checked before any is
+    # written; then one drive model at a time: its runs read (the history gives them
+    # by model), its pages made and written, only its drives' rows kept for the index
+    names = ["index.html", *model.page_names(history.groups())]
+    runs = history.each(skip=("repeats",))  # the repeated points: not on the site
+    parts = model.each_model(runs, threshold, Path(os.path.abspath(out)))
+    index = site.Index(threshold)
+    built = now if now is not None else time.time()
+    pages = site.each_part_page(parts, history.location, threshold, index, built)
+    written = site.write(out, pages, names)
     return Built(
-        written.index, len(content.drives), len(content.pages), content.runs, len(written.removed)
+        written.index, len(index.drives), index.page_count, index.runs, len(written.removed)
     )

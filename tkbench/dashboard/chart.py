@@ -8,10 +8,8 @@ serial.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,12 +117,10 @@ def _time_label(t: float, span: float) -> str:
     return time.strftime(fmt, time.gmtime(t))
 
 
-def _averaged(runs: Sequence[RunView], key: str, most: int) -> list[tuple[float, float]]:
-    """The start times and values of ``runs`` (in time order) as ``most`` points: the
-    means of groups of consecutive runs of (nearly) equal size."""
-    n = len(runs)
-    t = np.fromiter((r.entry.started or 0.0 for r in runs), float, n)
-    v = np.fromiter((r.numbers[key] for r in runs), float, n)
+def _averaged(t: np.ndarray, v: np.ndarray, most: int) -> list[tuple[float, float]]:
+    """Start times and values (in time order) as ``most`` points: the means of groups
+    of consecutive runs of (nearly) equal size."""
+    n = len(t)
     starts = (np.arange(most) * n) // most
     sizes = np.diff(np.append(starts, n))
     means_t = np.add.reduceat(t, starts) / sizes
@@ -138,23 +134,25 @@ def _marked(trend: Trend, most: int) -> set[int]:
     runs = [r for s in trend.series for r in s.runs]
     if len(runs) <= most:
         return {id(r) for r in runs}
-    chosen = {id(s.runs[-1]) for s in trend.series}
+    times = np.concatenate([s.times for s in trend.series])
+    chosen = set((np.cumsum([len(s.runs) for s in trend.series]) - 1).tolist())  # the latest
+    key = trend.key
     notable = [
-        r
-        for r in runs
-        if id(r) not in chosen
-        and (trend.key in r.regressed or r.acceptance == "FAIL" or r.entry.status != "complete")
+        i
+        for i, r in enumerate(runs)
+        if (r.flagged or (r.regressions and key in r.regressed)) and i not in chosen
     ]
-    for r in heapq.nlargest(max(most - len(chosen), 0), notable, key=_started):
-        chosen.add(id(r))
-    rest = (r for r in runs if id(r) not in chosen)
-    for r in heapq.nlargest(max(most - len(chosen), 0), rest, key=_started):
-        chosen.add(id(r))
-    return chosen
-
-
-def _started(r: RunView) -> float:
-    return r.entry.started or 0.0
+    # the newest first, in the runs' order among equal start times (as sorted() keeps it)
+    notable.sort(key=times.__getitem__, reverse=True)
+    chosen.update(notable[: max(most - len(chosen), 0)])
+    left = max(most - len(chosen), 0)
+    if left:
+        rest = np.ones(len(runs), bool)
+        rest[list(chosen)] = False
+        where = np.flatnonzero(rest)
+        newest = where[np.argsort(-times[where], kind="stable")[:left]]
+        chosen.update(newest.tolist())
+    return {id(runs[i]) for i in chosen}
 
 
 def build_chart(
@@ -165,8 +163,12 @@ def build_chart(
     ``here``: the page's file name (a point without a report links to its run's row,
     which may be on a page of older runs); ``budget``: how much is drawn."""
     runs = [r for s in trend.series for r in s.runs]
-    times = [r.entry.started or 0.0 for r in runs]
-    values = [r.numbers[trend.key] for r in runs]
+    times = [float(s.times.min()) for s in trend.series] + [
+        float(s.times.max()) for s in trend.series
+    ]
+    values = [float(s.values.min()) for s in trend.series] + [
+        float(s.values.max()) for s in trend.series
+    ]
     t0, t1 = (min(times), max(times)) if times else (0.0, 1.0)
     if t1 - t0 < 600:  # one run, or runs moments apart: an hour around them
         t0, t1 = t0 - 1800, t1 + 1800
@@ -225,10 +227,10 @@ def build_chart(
             )
         if len(s.runs) <= corners:
             path = " ".join(
-                f"{x(r.entry.started or 0.0)},{y(r.numbers[trend.key])}" for r in s.runs
+                f"{x(t)},{y(v)}" for t, v in zip(s.times.tolist(), s.values.tolist(), strict=True)
             )
         else:
-            path = " ".join(f"{x(t)},{y(v)}" for t, v in _averaged(s.runs, trend.key, corners))
+            path = " ".join(f"{x(t)},{y(v)}" for t, v in _averaged(s.times, s.values, corners))
         i = serial_index.get(s.serial, 0)
         lines.append(Line(s.serial, colour(i), i, path, tuple(points)))
     direction = "higher is better" if trend.higher_is_better else "lower is better"

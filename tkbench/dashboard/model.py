@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import math
 import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
 from markupsafe import Markup
 
 from tkbench.analysis import better_is_higher
@@ -131,8 +133,15 @@ class RunView:
         return frozenset(r.key for r in self.regressions)
 
     @cached_property
+    def flagged(self) -> bool:
+        """Failed acceptance or did not complete: a point to draw on every chart."""
+        return self.acceptance == "FAIL" or self.entry.status != "complete"
+
+    @cached_property
     def numbers(self) -> dict[str, float]:
         """Its headline numbers and its volume figures (keyed ``"TEST NAME"``)."""
+        if not self.entry.volume:
+            return self.entry.headline  # read only: one dict a run, not two
         figures = history_figure_runs(self.entry.volume)
         return {**self.entry.headline, **{k: f.mean for k, f in figures.items()}}
 
@@ -152,6 +161,8 @@ class RunView:
 class Series:
     serial: str
     runs: tuple[RunView, ...]  # those with a start time and this number, oldest first
+    times: np.ndarray  # their start times and this number, as arrays (a chart's input)
+    values: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -231,6 +242,10 @@ class Site:
     runs: int
 
     @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+    @property
     def runs_pages(self) -> tuple[RunsPage, ...]:
         return tuple(o for p in self.pages for s in p.sections for o in s.older)
 
@@ -297,6 +312,8 @@ def _higher_is_better(key: str) -> bool:
 def _known(headline: dict[str, float]) -> dict[str, float]:
     """The numbers whose direction this tkbench knows: those it can check.  A lab's
     history may hold runs of a newer tkbench with metrics this one lacks."""
+    if all(map(_checkable, headline)):
+        return headline  # read only, like the entry's
     return {key: value for key, value in headline.items() if _checkable(key)}
 
 
@@ -387,7 +404,51 @@ def _begun(e: Entry) -> float:
     return e.started or 0
 
 
-def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_dir: Path) -> RunView:
+def _beyond(
+    current: dict[str, float], baseline: dict[str, float], threshold: float
+) -> dict[str, float]:
+    """The numbers of ``current`` that differ from the baseline's by more than
+    ``threshold`` % either way, or are not finite: the only ones the regression check
+    (:func:`tkbench.outputs.checks.regression_checks`) can fail, since a change within
+    the threshold is within it whichever way is better.  Only these are handed to it
+    (its messages cost more than the rest of a run's view); the judgement is its own."""
+    within = threshold * (1 - 1e-9) / 100.0  # a hair inside: rounding never hides one
+    out = {}
+    for key, now in current.items():
+        before = baseline.get(key)
+        if before is not None and not abs(now - before) <= within * abs(before):
+            out[key] = now
+    return out
+
+
+class Reports:
+    """:func:`find_report` for the runs of a history: a run directory whose parent is
+    not on this machine (another rig's) is known so without a look per run."""
+
+    def __init__(self, site_dir: Path) -> None:
+        self.site_dir = site_dir
+        self.absent: dict[str, bool] = {}
+
+    def __call__(self, run_dir: str) -> Report:
+        parent = os.path.dirname(run_dir)
+        absent = self.absent.get(parent)
+        if absent is None:
+            try:
+                os.stat(parent)
+                absent = False
+            except (FileNotFoundError, NotADirectoryError):
+                absent = os.path.isabs(run_dir)
+            except OSError:
+                absent = False  # find_report says what
+            self.absent[parent] = absent
+        if absent:
+            return Report(None, None, run_dir, "run directory not on this machine")
+        return find_report(run_dir, self.site_dir)
+
+
+def _view(
+    e: Entry, anchor: str, baselines: Baselines, threshold: float, reports: Reports
+) -> RunView:
     acceptance, failed = _acceptance(e)
     regressions: tuple[Regression, ...] = ()
     baseline = None
@@ -402,8 +463,10 @@ def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_di
         else:
             baseline = when(base.started)
             label = f"the run of {baseline}"
+            before = _known(base.headline)
+            suspects = _beyond(_known(e.headline), before, threshold)
             checks = regression_checks(
-                _known(e.headline), _known(base.headline), threshold, label
+                suspects, before, threshold, label
             ) + volume_regression_checks(
                 history_figure_runs(e.volume), history_figure_runs(base.volume), threshold, label
             )
@@ -418,7 +481,7 @@ def _view(e: Entry, anchor: str, baselines: Baselines, threshold: float, site_di
         entry=e,
         anchor=anchor,
         started=when(e.started),
-        report=find_report(e.run_dir, site_dir),
+        report=reports(e.run_dir),
         acceptance=acceptance,
         failed_checks=failed,
         regressions=regressions,
@@ -439,13 +502,24 @@ def _section(profile: str, views: list[RunView]) -> ProfileSection:
         keys.update(dict.fromkeys(v.numbers))
         if v.entry.started is not None:
             by_serial[v.entry.serial].append(v)
+    # each serial's runs as arrays, a row per run and a column per number (NaN: none),
+    # read once rather than once per number
+    columns = {}
+    for serial, mine in sorted(by_serial.items()):
+        times = np.fromiter((v.entry.started for v in mine), float, len(mine))
+        values = np.array([[v.numbers.get(k, math.nan) for k in keys] for v in mine], float)
+        values = values.reshape(len(mine), len(keys))
+        columns[serial] = (mine, times, values, np.isfinite(values))
     trends = []
-    for key in keys:
+    for j, key in enumerate(keys):
         series = []
-        for serial, mine in sorted(by_serial.items()):
-            runs = tuple(v for v in mine if math.isfinite(v.numbers.get(key, math.nan)))
-            if runs:
-                series.append(Series(serial, runs))
+        for serial, (mine, times, values, finite) in columns.items():
+            has = finite[:, j]
+            if has.all():
+                series.append(Series(serial, tuple(mine), times, values[:, j]))
+            elif has.any():
+                runs = tuple(itertools.compress(mine, has.tolist()))
+                series.append(Series(serial, runs, times[has], values[has, j]))
         title, unit = _title(key)
         trends.append(Trend(key, title, unit, _higher_is_better(key), tuple(series)))
     newest = ordered[::-1]
@@ -457,7 +531,7 @@ def _section(profile: str, views: list[RunView]) -> ProfileSection:
 def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> ProfileSection:
     """The section with its pages of older runs (its runs beyond the model page's)."""
     older = []
-    for start in range(ROWS_SHOWN, len(newest), ROWS_PER_PAGE):
+    for start in older_starts(len(newest)):
         runs = tuple(newest[start : start + ROWS_PER_PAGE])
         older.append(
             RunsPage(
@@ -476,21 +550,74 @@ def _older(page: ModelPage, section: ProfileSection, newest: list[RunView]) -> P
     return replace(section, older=tuple(older))
 
 
+@dataclass(frozen=True)
+class ModelPart:
+    """One drive model's share of the site: its pages and its drives' rows on the index."""
+
+    pages: tuple[ModelPage, ...]
+    drives: tuple[DriveRow, ...]
+    runs: int
+
+
+def older_starts(total: int) -> range:
+    """Where each page of older runs starts among a profile's ``total`` runs, newest
+    first (none when the model page holds them all)."""
+    return range(ROWS_SHOWN, total, ROWS_PER_PAGE)
+
+
+def page_names(groups: Iterable[tuple[str, str, str, int]]) -> list[str]:
+    """The file names of the pages of the site, from its (model, firmware, profile,
+    number of runs) groups (what :func:`each_model` makes of them: a history counts
+    them without reading every run)."""
+    out: dict[str, None] = {}
+    for model, firmware, profile, total in groups:
+        out[page_name(model, firmware)] = None
+        for k in range(len(older_starts(total))):
+            out[runs_page_name(model, firmware, profile, k + 2)] = None
+    return list(out)
+
+
 def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
-    """The site's contents.  ``site_dir``: where its pages will be (report links are
-    relative to it)."""
+    """The site's contents, whole.  ``site_dir``: where its pages will be (report links
+    are relative to it)."""
+    ordered = sorted(entries, key=lambda e: e.model)
+    parts = list(each_model(ordered, threshold, site_dir))
+    return Site(
+        tuple(d for p in parts for d in p.drives),
+        tuple(page for p in parts for page in p.pages),
+        threshold,
+        sum(p.runs for p in parts),
+    )
+
+
+def each_model(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Iterator[ModelPart]:
+    """The site's contents one drive model at a time, from entries in the history's
+    order (by model first: each model's runs come together), so that a lab's year
+    is never in memory at once.  Its runs are numbered (their rows' anchors) across
+    the models, as :func:`build` numbers them."""
+    done = 0
+    for _model, mine in itertools.groupby(entries, key=lambda e: e.model):
+        part = _model_part(mine, threshold, site_dir, done)
+        done += part.runs
+        yield part
+
+
+def _model_part(entries: Iterable[Entry], threshold: float, site_dir: Path, done: int) -> ModelPart:
+    """The pages and drives of the entries of one model; ``done``: runs numbered before."""
     by_drive: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for e in entries:
         by_drive[(e.model, e.serial)].append(_slim(e))
+    reports = Reports(site_dir)
     views: list[RunView] = []
     for drive in by_drive.values():
         baselines = Baselines(drive)
         for e in drive:
-            views.append(_view(e, "", baselines, threshold, site_dir))
+            views.append(_view(e, "", baselines, threshold, reports))
     views.sort(key=lambda v: (v.entry.model, v.entry.firmware, *_start(v)))
     rows = _row_pages(views)
     views = [
-        replace(v, anchor=f"run-{i}", row_page=rows[id(v)]) for i, v in enumerate(views, start=1)
+        replace(v, anchor=f"run-{i}", row_page=rows[id(v)])
+        for i, v in enumerate(views, start=done + 1)
     ]
 
     by_page: dict[tuple[str, str], list[RunView]] = defaultdict(list)
@@ -530,4 +657,4 @@ def build(entries: Iterable[Entry], threshold: float, site_dir: Path) -> Site:
                 tuple((fw, page_name(model, fw)) for fw in firmwares),
             )
         )
-    return Site(tuple(drives), tuple(pages), threshold, len(views))
+    return ModelPart(tuple(pages), tuple(drives), len(views))

@@ -5,22 +5,34 @@ The directory may hold other files: the dashboard writes only its own
 overwrite a file of those names that it did not write (each carries
 :data:`MARKER`), and removes only drive pages of its own that a new build no longer
 has (a model or firmware pruned from the history).  Every file name is checked
-before anything is written; then each page is written as it is rendered (a lab's
-year is hundreds of megabytes of pages, never held whole).
+before anything is written (the names come from the runs the history counts per
+model, firmware and profile; a page of runs indexed since then is checked when it
+comes); then each page is written as it is rendered, one drive model at a time, the
+index last (a lab's year is hundreds of megabytes of pages and tens of thousands of
+runs, never held whole).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from tkbench.dashboard.chart import Budget, Chart, build_chart, colour
-from tkbench.dashboard.model import ModelPage, Site, number, value_cells
+from tkbench.dashboard.model import (
+    DriveRow,
+    ModelPage,
+    ModelPart,
+    RunView,
+    Site,
+    number,
+    value_cells,
+)
 from tkbench.errors import InputError
 from tkbench.outputs.files import check_output, run_directory_of, write_output
 from tkbench.profile.paths import bundled
@@ -52,8 +64,86 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=number, pct=lambda v: f"{v:g}")
-    env.globals.update(value_cells=value_cells)
+    env.globals.update(
+        value_cells=value_cells,
+        verdict=verdict,
+        acceptance=acceptance,
+        regressions=regressions,
+        report=report,
+        swatch=swatch,
+        run_rows=run_rows,
+    )
     return env
+
+
+# A run's row and its pieces, made here rather than by the templates: a lab's year is
+# tens of thousands of rows, and Jinja's calls and escapes cost more than the row.
+
+
+def verdict(run: RunView) -> Markup:
+    v = escape(run.verdict)
+    return Markup(f'<span class="verdict v-{v.lower()}">{v}</span>')
+
+
+def acceptance(run: RunView) -> Markup:
+    kind = escape(run.acceptance.replace(" ", "-").lower())
+    return Markup(f'<span class="acc acc-{kind}">{escape(run.acceptance)}</span>')
+
+
+def regressions(run: RunView) -> Markup:
+    found = " reg-found" if run.regressions else ""
+    return Markup(f'<span class="reg{found}">{escape(run.regression_state)}</span>')
+
+
+def report(run: RunView) -> Markup:
+    """A link to the run's report (and its PDF), else its directory and why not."""
+    r = run.report
+    if r.href:
+        html = f'<a class="report" href="{escape(r.href)}">report</a>'
+        if r.pdf_href:
+            html += f' <a class="report" href="{escape(r.pdf_href)}">PDF</a>'
+        return Markup(html)
+    return Markup(
+        f'<span class="path">{escape(r.path)}</span> <span class="note">({escape(r.note)})</span>\n'
+    )
+
+
+def swatch(colour: str) -> Markup:
+    return Markup(
+        '<svg class="swatch" width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
+        f'<circle cx="6" cy="6" r="5" fill="{escape(colour)}"/></svg>'
+    )
+
+
+def run_rows(runs: Iterable[RunView], keys: Sequence[str], colours: Mapping[str, str]) -> Markup:
+    """The rows of a table of runs, each ended by a newline."""
+    return Markup("".join(f"{run_row(run, keys, colours)}\n" for run in runs))
+
+
+def run_row(run: RunView, keys: Sequence[str], colours: Mapping[str, str]) -> Markup:
+    """A run's row in a table of runs (``keys``: its numbers' columns)."""
+    e = run.entry
+    anchor = escape(run.anchor)
+    rig = f' <span class="rig">(rig {escape(e.rig)})</span>' if e.rig else ""
+    failed = regressed = ""
+    if run.failed_checks:
+        items = "".join(f"<li>{escape(c)}</li>" for c in run.failed_checks)
+        failed = f'<ul class="failed-checks">{items}</ul>'
+    if run.regressions:
+        items = "".join(f"<li>{escape(g.key)}: {escape(g.message)}</li>" for g in run.regressions)
+        regressed = f'<ul class="regressions">{items}</ul>'
+    return Markup(
+        f'<tr class="run" id="{anchor}" data-run="{anchor}">\n'
+        f'<td class="when">{escape(run.started)}</td>\n'
+        f'<td class="serial">{swatch(colours[e.serial])} {escape(e.serial)}</td>\n'
+        f"<td>{escape(e.host)}{rig}</td>\n"
+        f'<td class="status">{escape(e.status)}</td>\n'
+        f"<td>{acceptance(run)}{failed}</td>\n"
+        f"<td>{regressions(run)}{regressed}</td>\n"
+        f"{value_cells(run, keys)}\n"
+        f"<td>{report(run)}</td>\n"
+        "</tr>"
+    )
 
 
 def _ours(path: Path) -> bool:
@@ -93,37 +183,66 @@ def render(site: Site, location: str, built: float | None = None) -> dict[str, s
     return dict(each_page(site, location, built))
 
 
-def names(site: Site) -> list[str]:
-    """The file names of the site's pages, as :func:`each_page` gives them."""
-    return [
-        "index.html",
-        *(name for page in site.pages for name in (page.filename, *_older_names(page))),
-    ]
-
-
-def _older_names(page: ModelPage) -> list[str]:
-    return [runs.filename for section in page.sections for runs in section.older]
-
-
 def each_page(site: Site, location: str, built: float | None = None) -> Iterator[tuple[str, str]]:
-    """The site's pages, (file name, HTML), one at a time: a site of a lab's year is
-    hundreds of megabytes of HTML, written as it is made rather than held whole."""
+    """The site's pages, (file name, HTML), one at a time, the index first."""
     env = _environment()
-    common = {
+    common = _common(location, built, site.threshold)
+    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
+    for page in site.pages:
+        yield from _model_pages(env, page, common)
+
+
+@dataclass
+class Index:
+    """What the index shows, gathered as the model pages are made (:func:`each_part_page`)."""
+
+    threshold: float
+    drives: list[DriveRow] = field(default_factory=list)
+    runs: int = 0
+    page_count: int = 0
+
+
+def each_part_page(
+    parts: Iterable[ModelPart],
+    location: str,
+    threshold: float,
+    index: Index,
+    built: float | None = None,
+) -> Iterator[tuple[str, str]]:
+    """The pages of a site made one drive model at a time (:func:`.model.each_model`),
+    (file name, HTML) as they are made, the index last: a lab's year is hundreds of
+    megabytes of HTML and thousands of runs per model, written as they are made rather
+    than held whole.  ``index`` gathers the drives, runs and pages."""
+    env = _environment()
+    common = _common(location, built, threshold)
+    for part in parts:
+        for page in part.pages:
+            yield from _model_pages(env, page, common)
+        index.drives.extend(part.drives)
+        index.runs += part.runs
+        index.page_count += len(part.pages)
+    yield "index.html", env.get_template("index.html.j2").render(site=index, **common)
+
+
+def _common(location: str, built: float | None, threshold: float) -> dict[str, Any]:
+    return {
         "marker": MARKER,
         "location": location,
         "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built or time.time())),
-        "threshold": site.threshold,
+        "threshold": threshold,
     }
-    yield "index.html", env.get_template("index.html.j2").render(site=site, **common)
-    drive = env.get_template("drive.html.j2")
+
+
+def _model_pages(
+    env: jinja2.Environment, page: ModelPage, common: dict[str, Any]
+) -> Iterator[tuple[str, str]]:
+    """A model page and its pages of older runs."""
+    drawn = _page_charts(page)
+    yield page.filename, env.get_template("drive.html.j2").render(page=page, **common, **drawn)
     older = env.get_template("runs.html.j2")
-    for page in site.pages:
-        drawn = _page_charts(page)
-        yield page.filename, drive.render(page=page, **common, **drawn)
-        for section in page.sections:
-            for runs in section.older:
-                yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
+    for section in page.sections:
+        for runs in section.older:
+            yield runs.filename, older.render(runs=runs, colours=drawn["colours"], **common)
 
 
 def _page_charts(page: ModelPage) -> dict[str, Any]:
@@ -160,14 +279,18 @@ def write(
     if out.is_dir():
         _check_names(out, [*names, *ASSETS])
     files = []
+    checked = set(names)
     for name, html in pages:
+        if name not in checked:  # runs indexed since the names were counted: a new page
+            _check_names(out, [name])
+            checked.add(name)
         write_output(out / name, html, "--out")
         files.append(out / name)
     for name in ASSETS:
         write_output(out / name, (bundled("templates") / "dashboard" / name).read_bytes(), "--out")
         files.append(out / name)
     removed = []
-    kept = set(names)
+    kept = {f.name for f in files}
     for old in sorted(out.glob(PAGES)):
         if old.name not in kept and old.is_file() and not old.is_symlink() and _ours(old):
             old.unlink()

@@ -13,14 +13,24 @@ import contextlib
 import os
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from tkbench.errors import InputError
-from tkbench.history.entry import COLUMNS, Entry, baseline_of, entry_for, from_row, sort_key, to_row
+from tkbench.history.entry import (
+    COLUMNS,
+    OPTIONAL,
+    Entry,
+    baseline_of,
+    entry_for,
+    from_row,
+    sort_key,
+    to_row,
+)
 from tkbench.rundir.records import Checks
 from tkbench.rundir.store import RunData
 
@@ -156,6 +166,7 @@ class History(ABC):
         *,
         ordered: bool = False,
         limit: int | None = None,
+        skip: Collection[str] = (),
     ) -> Generator[dict[str, Any], None, None]:
         """The rows matching ``filters``, one at a time; ``ordered``: in the order of
         :func:`.entry.sort_key` (drive, entries without a start time first, time,
@@ -163,7 +174,8 @@ class History(ABC):
         with self._reader() as con:
             if con is None:
                 return
-            present = [c for c in STORED if c in self._columns(con)]
+            columns = self._columns(con)
+            present = [c for c in STORED if c in columns and c not in skip]
             sql = f"SELECT {', '.join(present)} FROM runs WHERE 1=1"
             args: list[Any] = []
             for col, val in filters.items():
@@ -199,17 +211,36 @@ class History(ABC):
         serial: str | None = None,
         profile: str | None = None,
         since: float | None = None,
+        *,
+        skip: Collection[str] = (),
     ) -> Iterator[Entry]:
         """The entries of :meth:`entries`, in its order, read one at a time: a listing
-        of any length holds one entry at a time, not the whole history."""
+        of any length holds one entry at a time, not the whole history.  ``skip``:
+        optional columns (:data:`.entry.OPTIONAL`) not read, None in the entries."""
+        if not set(skip) <= set(OPTIONAL):
+            raise ValueError(f"only optional columns can be skipped, not {sorted(skip)}")
         drive = {"model": model, "serial": serial, "profile": profile}
-        for row in self._rows(drive, since, ordered=True):
+        for row in self._rows(drive, since, ordered=True, skip=skip):
             try:
                 yield from_row(row)
             except (ValueError, TypeError, KeyError) as exc:
                 raise InputError(
                     f"history database {self.location}: unreadable row: {exc}"
                 ) from None
+
+    def groups(self) -> list[tuple[str, str, str, int]]:
+        """How many runs each (model, firmware, profile) has, from those three columns
+        only (counted here: SQLite's GROUP BY sorts the whole table first): what the
+        dashboard's pages are, before it reads the runs."""
+        counts: Counter[tuple[str, str, str]] = Counter()
+        with self._reader() as con:
+            if con is None:
+                return []
+            for model, firmware, profile in self._stream(
+                con, "SELECT model, firmware, profile FROM runs", []
+            ):
+                counts[(model, firmware, profile)] += 1
+        return [(*key, n) for key, n in counts.items()]
 
     def check_readable(self) -> None:
         """Read one entry, as a listing would read every one: a history whose rows
