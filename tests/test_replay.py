@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests._helpers import layout_text
 from tkbench.errors import InputError
 from tkbench.workload import tkw, trace
 
@@ -177,6 +178,23 @@ def test_the_plan_names_the_stages_and_the_applied_mix(
     assert "percentage_random=" in jobs and "bssplit=4096/" in jobs
 
 
+# rwsw with the PTS IOPS test beside it (two block sizes, two mixes), as a lab would
+# run both in one run to set the workload beside the drive's PTS numbers
+WITH_IOPS = """
+name = "rwsw-iops"
+extends = "rwsw"
+
+[tests.iops]
+kind = "steady"
+pattern = "random"
+mixes = ["100/0", "65/35"]
+block_sizes = ["64k", "4k"]
+point_runtime = "0.2s"
+tracking = ["iops 4k 65/35"]
+rounds = { max = 2, window = 2 }
+"""
+
+
 @pytest.fixture(scope="module")
 def replay_run(
     captured: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
@@ -184,8 +202,10 @@ def replay_run(
     path, _ = captured
     d = tmp_path_factory.mktemp("run")
     out = d / "run"
+    profile = d / "rwsw-iops.toml"
+    profile.write_text(WITH_IOPS)
     done = tkbench(
-        "run", "--profile", "rwsw", "--workload", str(path), "--target", str(d / "drive.img"),
+        "run", "--profile", str(profile), "--workload", str(path), "--target", str(d / "drive.img"),
         "--size", "32M", "--yes", "--no-history", "--out", str(out), *sets(), timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -229,3 +249,36 @@ def test_the_applied_workload_runs_the_main_streams_as_one_job(replay_run: Path)
     assert json.loads((replay_run / "tests" / "rwsw-operating" / "test.json").read_text())[
         "operating"
     ]
+
+
+def test_the_report_has_the_chapter_your_workload_on_this_drive(
+    captured: tuple[Path, dict[str, Any]], replay_run: Path
+) -> None:
+    """The PDF, read back: the captured workload's streams, its IOPS over time and heat
+    map, the replay beside the capture, the applied workload's steady state, its
+    demand-intensity plot and operating points, and the PTS IOPS at the nearest block
+    size (4 KiB, the workload's most frequent) and mix (65/35, nearest its reads)."""
+    _, job = captured
+    text = layout_text(replay_run / "report.pdf")
+    start = text.index("Your workload on this drive\n")
+    chapter = " ".join(text[start:].split())
+    for words in (
+        "The captured I/O streams",
+        "read 4k random",
+        "write 64k random",
+        "IOPS of the captured workload over time",
+        "LBA heat map of the captured workload",
+        "The trace replayed on this drive against the capture",
+        "captured on the server",
+        "replayed at the captured timing",
+        "replayed as fast as possible",
+        "The applied workload (composite",
+        "Demand intensity of the applied workload",
+        "Operating points of the applied workload",
+        "MaxIOPS",
+        "PTS IOPS, 4k random 65/35",
+        "fio 3.33 does not complete the I/Os still in flight",
+    ):
+        assert words in chapter, words
+    total = job["read"]["total_ios"] + job["write"]["total_ios"]
+    assert f"captured on the server reads {total}" in chapter

@@ -59,6 +59,7 @@ from tkbench.report.tables import (
     percentile_names,
 )
 from tkbench.report.vfile import vfile_report
+from tkbench.report.workload import chapter as workload_chapter
 from tkbench.rundir.records import Checks, TargetRecord
 from tkbench.rundir.store import RunData, TestData
 from tkbench.vocab import metric as metric_of
@@ -163,6 +164,7 @@ def test_report(
         hosts=tuple(host_means(records)),
         repeat=repeat,
         vfile=vfile_report(t),
+        workload=workload_chapter(t, run_tests or (t,)),
     )
 
 
