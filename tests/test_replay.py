@@ -11,6 +11,7 @@ directions and times are the ones fio issued.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -22,7 +23,9 @@ from typing import Any
 import pytest
 
 from tests._helpers import layout_text
+from tkbench.conformance import rwsw
 from tkbench.errors import InputError
+from tkbench.rundir.records import PlannedPoint, TestPlan
 from tkbench.workload import tkw, trace
 
 pytestmark = pytest.mark.fio
@@ -282,3 +285,38 @@ def test_the_report_has_the_chapter_your_workload_on_this_drive(
         assert words in chapter, words
     total = job["read"]["total_ios"] + job["write"]["total_ios"]
     assert f"captured on the server reads {total}" in chapter
+    page1 = " ".join(text[: text.index("Test set-up")].split())  # the front page and its notes
+    assert "Departures from SNIA's Real World Storage Workload test specification" in page1
+    assert "IO capture with completions: the capture holds no completions" in page1
+    assert "IO streams as the test stimulus: the streams holding" in page1
+
+
+def test_the_rwsw_rows_find_what_a_replay_departs_in() -> None:
+    """Each row can fail and can pass: a capture with queue depths replayed at depth 8 on
+    a drive of the capture's size departs only in the dropped I/Os; without completions,
+    on a smaller drive, in those too; the applied stage always in its one job."""
+    qd = {"p50": 2.0, "max": 8.0}
+    point = PlannedPoint(bs=0, read_pct=70, iodepth=8, iolog="replay.iolog", replay="fast")
+
+    def replay(capture: dict[str, Any], active: int) -> TestPlan:
+        return TestPlan(kind="fixed", points=(point,), name="r-replay", procedure="rwsw",
+                        stage="replay", capture=capture, active_bytes=active)  # fmt: skip
+
+    found = rwsw.departures([(replay({"queue_depth": qd, "capacity_bytes": MIB}, MIB), None)], True)
+    assert [d.requirement for d in found] == ["native replay"]
+    assert "up to 7 IOs" in found[0].actual
+    found = rwsw.departures(
+        [(replay({"queue_depth": {}, "capacity_bytes": 2 * MIB}, MIB), None)], True
+    )
+    assert [d.requirement for d in found] == [
+        "IO capture with completions",
+        "native replay",
+        "LBA range",
+    ]
+    held = "the applied workload: 3 stream(s) holding 92 % of the captured I/Os"
+    applied = TestPlan(kind="steady", points=(PlannedPoint(bs=0, read_pct=70),), name="r-applied",
+                       procedure="rwsw", stage="applied", notes=(held,))  # fmt: skip
+    found = rwsw.departures([(applied, None)], True)
+    assert [d.requirement for d in found] == ["IO streams as the test stimulus"]
+    assert "holding 92 %" in found[0].actual
+    assert rwsw.departures([(dataclasses.replace(applied, procedure=""), None)], True) == []

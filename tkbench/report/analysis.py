@@ -60,6 +60,7 @@ from tkbench.report.tables import (
 )
 from tkbench.report.vfile import vfile_report
 from tkbench.report.workload import chapter as workload_chapter
+from tkbench.report.workload import rwsw_warnings
 from tkbench.rundir.records import Checks, TargetRecord
 from tkbench.rundir.store import RunData, TestData
 from tkbench.vocab import metric as metric_of
@@ -204,7 +205,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         run_dir=str(run.root),
         tkbench_version=m.tkbench_version or "unknown",
         alerts=header.alerts(m),
-        warnings=header.warnings(run, tests) + heat_warnings(tests),
+        warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
         pts=header.pts_claim(run),
         recipes=recipe_table(run.tests),

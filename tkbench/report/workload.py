@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tkbench.analysis.window import point_means, window, window_records
+from tkbench.conformance import rwsw
 from tkbench.kinds.replay import PROCEDURE, nearest
 from tkbench.report import fmt, stages
 from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
-from tkbench.rundir.store import TestData
+from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_size
 
 HEADING = "Your workload on this drive"
@@ -274,4 +275,18 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
         intensity=stages.intensity(inten, tests) if inten is not None and inten.rounds else None,
         operating=stages.operating(oper, tests) if oper is not None and oper.rounds else None,
         pts=_pts(tests, applied_iops, red, chosen.read_pct if chosen else 0),
+    )
+
+
+def rwsw_warnings(run: RunData) -> tuple[str, ...]:
+    """Page 1's list of a run's departures from SNIA RWSW, as tkbench reads it
+    (tkbench.conformance.rwsw): one banner, none for a run without a replay test."""
+    found = rwsw.departures([(t.plan, t.result) for t in run.tests], planned=False)
+    if not found:
+        return ()
+    return (
+        "Departures from SNIA's Real World Storage Workload test specification (as tkbench "
+        "reads SNIA's pages on it, docs/replay.md): "
+        + "; ".join(f"{d.title}: {d.requirement}: {d.actual} (RWSW: {d.required})" for d in found)
+        + ".",
     )
