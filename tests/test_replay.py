@@ -320,3 +320,27 @@ def test_the_rwsw_rows_find_what_a_replay_departs_in() -> None:
     assert [d.requirement for d in found] == ["IO streams as the test stimulus"]
     assert "holding 92 %" in found[0].actual
     assert rwsw.departures([(dataclasses.replace(applied, procedure=""), None)], True) == []
+
+
+def test_show_gives_each_replay_and_the_stages_of_dirth(
+    captured: tuple[Path, dict[str, Any]], replay_run: Path
+) -> None:
+    """The replay stage's two points share a block size and mix but are no repetitions
+    of one point: show gives each as fio counted it; the grid and the operating points
+    as for DIRTH."""
+    _, job = captured
+    done = tkbench("show", str(replay_run), "--json")
+    assert done.returncode == 0, done.stderr
+    tests = {t["name"]: t for t in json.loads(done.stdout)["tests"]}
+    replays = tests["rwsw-replay"]["replay"]
+    assert [r["timing"] for r in replays] == ["captured", "fast"]
+    for r in replays:
+        assert (r["read_ios"], r["write_ios"]) == (
+            job["read"]["total_ios"],
+            job["write"]["total_ios"],
+        )
+    assert "points" not in tests["rwsw-replay"]
+    assert len(tests["rwsw-intensity"]["grid"]) == 4
+    assert set(tests["rwsw-operating"]["operating_points"]) == {"max", "mid", "min"}
+    text = tkbench("show", str(replay_run)).stdout
+    assert "replay captured" in text and "replay fast" in text

@@ -55,6 +55,7 @@ from tkbench.workload import fiojobs, tkw
 
 if TYPE_CHECKING:
     from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
     from tkbench.targets.base import Target
 
 PROCEDURE = "rwsw"  # the procedure its stages record (test.json ``procedure``)
@@ -267,6 +268,39 @@ class Replay(TestType):
             align=max(512, target.info().logical_sector),
         )
         return {IOLOG: text.encode("ascii")}
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        """The replay stage: each replay's reads and writes as fio counted them (its two
+        points share a block size and mix: they are no repetitions of one point)."""
+        if test.plan.stage != "replay":
+            return None
+        rnd = test.rounds[-1] if test.rounds else None
+        return {
+            "replay": [
+                {
+                    "timing": p.replay,
+                    "seconds": round(max(p.read.runtime_ms, p.write.runtime_ms) / 1e3, 6),
+                    **{
+                        f"{name}_{what}": round(float(getattr(d, attr) or 0), 3)
+                        for name, d in (("read", p.read), ("write", p.write))
+                        for what, attr in (("ios", "total_ios"), ("iops", "iops"))
+                    },
+                }
+                for p in (rnd.points if rnd is not None else ())
+                if p.replay
+            ]
+        }
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The grid and the operating points, as DIRTH's stages give them."""
+        return INTENSITY.stage_summary(t, tests)
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        return [
+            f"  replay {r['timing']:<9} {r['read_ios']:,.0f} reads, {r['write_ios']:,.0f} writes "
+            f"in {r['seconds']:g} s ({r['read_iops'] + r['write_iops']:,.0f} IOPS)"
+            for r in t.get("replay", ())
+        ]
 
     def detail_lines(self, t: PlannedTest) -> list[str]:
         red = t.capture
