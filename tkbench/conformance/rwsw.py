@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tkbench.conformance.pts import Departure
+from tkbench.kinds.replay import PROCEDURE
 from tkbench.rundir.records import Result, TestPlan
 from tkbench.units import format_size
 
-PROCEDURE = "rwsw"  # the procedure a replay test's stages record (tkbench.kinds.replay)
 SPEC = "SNIA RWSW Performance Test Specification 1.0.5 (2017) / Technical Position (2018), abstract"
 PAPER = "SNIA, Data Center Real World Storage Workloads (2018)"
 REFERENCE = "SNIA, Reference Real World Workloads (IO streams, IOPS, queue depths)"

@@ -38,7 +38,6 @@ drop instead (:data:`tkbench.workload.fiojobs.PAD_NOTE`), stated in every plan.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +125,7 @@ def load(spec: TestSpec) -> tkw.Workload:
     return tkw.load(Path(path))
 
 
-def applied_point(spec: TestSpec, applied: fiojobs.Applied, sector: int) -> Point:
+def applied_point(spec: TestSpec, applied: fiojobs.Applied) -> Point:
     """The applied workload as one point at the test's load."""
     opts = applied.options
     rw = str(opts["rw"])
@@ -178,7 +177,7 @@ class Replay(TestType):
                 f"{ctx.sector}-byte sectors"
             ]
         red = workload.reduction
-        point = applied_point(spec, applied, ctx.sector)
+        point = applied_point(spec, applied)
         spec = dataclasses.replace(
             spec,
             procedure=PROCEDURE,
@@ -319,14 +318,6 @@ class Replay(TestType):
                 f"{format_duration(t.points[0].runtime)}"
             )
         return lines
-
-
-def nearest(bs: float, sizes: Sequence[int]) -> int | None:
-    """The block size of ``sizes`` nearest ``bs`` on a log scale."""
-    good = [s for s in sizes if s > 0]
-    if not good or bs <= 0:
-        return None
-    return min(good, key=lambda s: abs(math.log2(s / bs)))
 
 
 REPLAY = Replay()

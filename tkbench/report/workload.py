@@ -24,7 +24,7 @@ from typing import Any
 
 from tkbench.analysis.window import point_means, window, window_records
 from tkbench.conformance import rwsw
-from tkbench.kinds.replay import PROCEDURE, nearest
+from tkbench.kinds.replay import PROCEDURE
 from tkbench.report import fmt, stages
 from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
@@ -158,6 +158,14 @@ def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
 def _window_iops(t: TestData) -> float | None:
     means = point_means(window_records(t.rounds, window(t)))
     return next(iter(means.values())).iops if means else None
+
+
+def nearest(bs: float, sizes: Sequence[int]) -> int | None:
+    """The block size of ``sizes`` nearest ``bs`` on a log scale."""
+    good = [s for s in sizes if s > 0]
+    if not good or bs <= 0:
+        return None
+    return min(good, key=lambda s: abs(math.log2(s / bs)))
 
 
 def _pts(
