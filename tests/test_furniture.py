@@ -85,6 +85,7 @@ def test_bash_completion_completes_commands_options_and_values(tmp_path: Path) -
         "pts-c",
         "pts-e",
         "quick",
+        "rwsw",
         "vfile",
     ]
     assert _bash_complete(script, ["export", "run1", "--format", "o"]) == ["openmetrics"]

@@ -45,7 +45,7 @@ def test_user_profiles_come_first_then_system_then_bundled(
 
     entries = {e.name: e for e in profile.catalogue()}
     assert set(entries) == {
-        "ars", "bulk-sweep", "copy", "pts-e", "pts-c", "quick", "vfile", "lab", "site",
+        "ars", "bulk-sweep", "copy", "pts-e", "pts-c", "quick", "rwsw", "vfile", "lab", "site",
     }  # fmt: skip
     assert (entries["quick"].origin, entries["quick"].shadows) == ("user", ("bundled",))
     assert (entries["lab"].origin, entries["lab"].shadows) == ("user", ("system",))
@@ -104,7 +104,7 @@ def test_relative_xdg_config_home_is_ignored(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_unknown_profile_names_the_search_path_results() -> None:
-    names = r"available: ars, bulk-sweep, copy, pts-c, pts-e, quick, vfile"
+    names = r"available: ars, bulk-sweep, copy, pts-c, pts-e, quick, rwsw, vfile"
     with pytest.raises(ProfileError, match=names):
         profile.find("no-such-profile")
 
@@ -169,7 +169,7 @@ def test_a_non_editable_install_finds_its_profiles_and_templates(tmp_path: Path)
     listed = tkbench("profiles")
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == ["ars", "bulk-sweep", "copy", "pts-c", "pts-e", "quick", "vfile"]
+    assert names == ["ars", "bulk-sweep", "copy", "pts-c", "pts-e", "quick", "rwsw", "vfile"]
     assert all(line.split()[1] == "bundled" for line in listed.stdout.splitlines())
     assert str(site) in json.loads(tkbench("profiles", "--json").stdout)[0]["path"]
 

@@ -28,6 +28,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("conformance", ("tkbench.conformance",)),
     ("planning", ("tkbench.plan.build", "tkbench.profile.build", "tkbench.profile")),
     ("test types", ("tkbench.kinds",)),
+    # a captured workload as data: the file, its trace, its reduction, its fio options
+    # (what the replay test type reads); capturing it stays in the layer above
+    ("workload model", ("tkbench.workload.tkw", "tkbench.workload.trace",
+                        "tkbench.workload.reduce", "tkbench.workload.fiojobs")),
     ("fio", ("tkbench.fio",)),
     ("planning model", ("tkbench.plan",)),
     ("analysis", ("tkbench.analysis",)),

@@ -4,13 +4,18 @@ One guest boot serves the module: ``tkbench capture`` traces the NVMe disk while
 known fio job runs on it, and its reduction must give the job's block sizes, read
 percentage and random share within 2 points; the captured trace is then replayed
 natively (the iolog and job options of tkbench.workload.fiojobs, made on the host)
-on the virtio-blk disk, and fio's own counts must be the trace's.
+on the virtio-blk disk, and fio's own counts must be the trace's; and ``tkbench run
+--profile rwsw --workload`` (shrunk to sub-second rounds) runs the whole replay test
+on that disk, its report (rendered on the host) holding the chapter "Your workload
+on this drive".
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests._helpers import layout_text
 from tests._vm import Disk, Guest, Result
 from tkbench.workload import fiojobs, tkw
 
@@ -160,3 +166,61 @@ def test_the_capture_replays_natively_on_another_disk_io_for_io(
     for name, mine in (("read", reads), ("write", writes)):
         planned = int(trace.size[mine].sum())
         assert planned - most <= job[name]["io_bytes"] <= planned + pad * 512
+
+
+# the rwsw profile shrunk: sub-second rounds, a 2 x 2 grid, little preconditioning
+RWSW_SMALL = [
+    "precondition.capacity_multiple=0.1",
+    "workload.numjobs=1",
+    "workload.iodepth=4",
+    "tests.rwsw.point_runtime=0.5s",
+    "tests.rwsw.threads=[2, 1]",
+    "tests.rwsw.iodepths=[2, 1]",
+    "tests.rwsw.prewrite=0.2s",
+    "tests.rwsw.operating_prewrite=0.2s",
+    "tests.rwsw.operating_runtime=0.5s",
+    "tests.rwsw.rounds.max=3",
+    "tests.rwsw.rounds.window=2",
+]
+
+
+def test_run_profile_rwsw_replays_the_capture_on_another_disk(
+    guest: Guest, captured: tuple[Path, dict[str, dict[str, int]]]
+) -> None:
+    """The whole replay test on the virtio-blk disk: the replay stage does the captured
+    reads and writes (fio's counts, the reads with the padding fio drops), the run
+    completes, and the report has the chapter with the captured streams."""
+    path, _ = captured
+    workload = tkw.load(path)
+    dev = by_serial(guest, "/dev/disk/by-id/virtio-TKVBLK0001")
+    out = guest.share / "rwsw-run"
+    sets = [x for o in RWSW_SMALL for x in ("--set", o)]
+    ok(guest.tkbench(
+        "run", "--profile", "rwsw", "--workload", str(path), *sets, "--target", dev,
+        "--confirm", "TKVBLK0001", "--out", str(out), "--no-report", "--no-history",
+        timeout=900,
+    ))  # fmt: skip
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    rnd = json.loads((out / "tests" / "rwsw-replay" / "rounds" / "0001.json").read_text())
+    trace = workload.trace
+    pad = fiojobs.replay_depth(workload) - 1
+    reads, writes = int((trace.op == 0).sum()), int((trace.op == 1).sum())
+    assert [p["replay"] for p in rnd["points"]] == ["captured", "fast"]
+    for p in rnd["points"]:
+        assert (p["read"]["total_ios"], p["write"]["total_ios"]) == (reads + pad, writes)
+        share = 100 * p["read"]["total_ios"] / (p["read"]["total_ios"] + p["write"]["total_ios"])
+        assert share == pytest.approx(workload.reduction["read_pct"], abs=2)
+    host = subprocess.run(
+        [sys.executable, "-m", "tkbench", "report", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert host.returncode == 0, host.stderr
+    chapter = " ".join(layout_text(out / "report.pdf").split())
+    for words in (
+        "Your workload on this drive",
+        "read 4k random",
+        "read 64k sequential",
+        "replayed at the captured timing",
+        "Operating points of the applied workload",
+    ):
+        assert words in chapter, words  # fmt: skip

@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tkbench.cli import support
+from tkbench.cli.capture import workload_overrides
 from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
 from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
@@ -47,6 +48,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from tkbench.engine.runs import RunRequest, prepare
     from tkbench.fio import jobfile
 
+    args.overrides = workload_overrides(args)
+    args.workload = None  # handed to the profile's replay tests as overrides
     if (several := dispatch_plan(args, cmd_plan)) is not None:
         return several
     plan, target = prepare(
@@ -156,6 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tkbench.outputs.show import run_summary
     from tkbench.rundir.store import load_run
 
+    args.overrides = workload_overrides(args)
+    args.workload = None  # handed to the profile's replay tests as overrides
     if (several := dispatch_run(args)) is not None:
         return several
     if args.resume is not None:

@@ -57,6 +57,13 @@ def _add_profile_args(p: argparse.ArgumentParser) -> None:
         "(repeatable; see docs/profiles.md)",
     )
     p.add_argument(
+        "--workload",
+        type=path_arg,
+        metavar="FILE.tkw",
+        help="the captured workload a replay profile (rwsw) runs: a file made by "
+        "'tkbench capture' (docs/replay.md)",
+    )
+    p.add_argument(
         "--tests",
         metavar="NAME,...",
         help="run only these tests of the profile, in the profile's order "

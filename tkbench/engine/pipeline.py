@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tkbench import kinds
 from tkbench.analysis.stoprules import kind_of
 from tkbench.engine import clock, events
 from tkbench.engine.state import TestState
@@ -125,6 +126,8 @@ class Pipeline:
         workdir, path = steps.write_jobfile(text)
         timeout = shift + test.round_seconds + steps.options.fio_timeout_margin
         try:
+            for name, data in kinds.of_spec(test.spec).fio_files(test, steps.target).items():
+                (workdir / name).write_bytes(data)  # a replay's iolog (tkbench.kinds.replay)
             steps.writing(test)
             process = steps.runner.start(
                 path, workdir, json_plus=test.spec.histogram, timeout=timeout

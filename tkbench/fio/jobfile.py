@@ -208,6 +208,17 @@ def point_options(
         opts["exec_postrun"] = postrun
     if point.rw in ("randrw", "rw"):
         opts["rwmixread"] = point.mix.read
+    if point.random_pct:
+        opts["percentage_random"] = point.random_pct
+    if point.iolog:
+        # a captured trace replayed (tkbench.kinds.replay): the log says what to do and
+        # when; ``runtime`` is a cap, not a duration (render_round adds the redirect)
+        for key in ("rw", "rwmixread", "bs", "bssplit", "random_distribution"):
+            opts.pop(key, None)
+        opts["read_iolog"] = point.iolog
+        opts["replay_no_stall"] = point.replay == "fast"
+        opts["time_based"] = False
+        return opts
     if point.once:
         # one pass, each of its job's blocks once: size-based (``runtime`` a cap), a
         # random map for random points, each job its own slice of the region, so no
@@ -402,6 +413,8 @@ def render_round(
             postrun = handoff.postrun(point)
         start = (starts or {}).get(point.job_name, 0)
         opts = point_options(point, active_bytes, delay, prerun, postrun, start, sample)
+        if point.iolog:  # the log's I/Os go to the target, whatever file it names
+            opts["replay_redirect"] = target_options.get("filename")
         if stonewall and prev is not None:
             opts["stonewall"] = True
             # no start delay: fio starts it when the point before it ends, however

@@ -9,6 +9,7 @@ module         type
 ``vfile``      a virtual-file test (``nodes``): operation x threads x cache state
 ``staged/``    the tests of several stages: ``hir``, ``xsr``, ``intensity``
                (``cbw`` and ``dirth``), with ``common``
+``replay``     a captured workload (``replay = true``, profile ``rwsw``)
 =============  ==================================================================
 
 :func:`of_spec` finds the type of a profile's test and :func:`of_plan` that of a
@@ -21,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tkbench.kinds import basic, copy, sweep, vfile
+from tkbench.kinds import basic, copy, replay, sweep, vfile
 from tkbench.kinds.base import Context, TestType
 from tkbench.kinds.basic import BASIC
 from tkbench.kinds.copy import COPY
+from tkbench.kinds.replay import REPLAY
 from tkbench.kinds.staged import common as staged
 from tkbench.kinds.staged.hir import HIR
 from tkbench.kinds.staged.intensity import INTENSITY
@@ -37,10 +39,10 @@ if TYPE_CHECKING:
     from tkbench.rundir.records import TestPlan
 
 # asked in this order; the basic type, last, claims every test the others do not
-TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, BASIC)
+TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, REPLAY, BASIC)
 
 # each type's checks of a profile's test, in this order (tkbench.profile.build)
-CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check)
+CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check, replay.check)
 
 __all__ = [
     "CHECKS",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tkbench.profile.model import Profile, TestSpec, VolumeSpec
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
+    from tkbench.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,11 @@ class TestType:
         """A volume test fitted to ``usable`` bytes by the type's own rule (None: the
         common rule of test files per job)."""
         return None
+
+    def fio_files(self, test: PlannedTest, target: Target) -> dict[str, bytes]:
+        """Files a round's fio reads from its working directory, by name (a replay's
+        iolog), written there by the engine before fio starts."""
+        return {}
 
     # ------------------------------------------------------------------ tkbench plan
     def describe(self, t: PlannedTest) -> list[str] | None:

@@ -6,9 +6,9 @@ them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.stoprules import RoundSpec, kind_named
 from tkbench.rundir.records import (
@@ -54,6 +54,12 @@ class Point:
     # one pass: the point moves over its region once, every block once (random ones in a
     # random order), and ends then or at ``runtime``, whichever comes first
     once: bool = False
+    # a replay test's (tkbench.kinds.replay): fio percentage_random per direction ("": all
+    # random or all sequential by ``pattern``); a captured trace replayed from the fio
+    # iolog of this name in fio's working directory, at its "captured" timing or "fast"
+    random_pct: str = ""
+    iolog: str = ""
+    replay: str = ""
 
     @property
     def label(self) -> str:
@@ -100,6 +106,9 @@ class Point:
             size=self.size,
             cache=self.cache,
             once=self.once,
+            random_pct=self.random_pct,
+            iolog=self.iolog,
+            replay=self.replay,
         )
 
 
@@ -159,6 +168,9 @@ class PlannedTest:
     procedure: str = ""
     sample: float = 0.0
     response_ceiling: float = 0.0
+    # a replay test (tkbench.kinds.replay): the captured workload's reduction, as its
+    # file holds it (the report's profile of the workload and the replay's reference)
+    capture: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def on_own_files(
@@ -289,6 +301,7 @@ class PlannedTest:
             repeat_until=self.spec.repeat_until,
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
             node_size=self.node_size,
+            capture=self.capture,
         )
 
 

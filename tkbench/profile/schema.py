@@ -162,6 +162,12 @@ TEST_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "operations": (_list(_choice(VFILE_OPERATIONS)), VFILE_OPERATIONS),
     "thread_counts": (_list(_int(1, 1024)), (1, 128)),
     "caches": (_list(_choice(CACHE_STATES[1:])), ("cold", "warm")),
+    # a replay test (tkbench.kinds.replay): the workload file (--workload), the share
+    # of its I/Os the applied workload's streams hold, how its offsets reach the target
+    "replay": (_bool, False),
+    "capture": (_str, ""),
+    "coverage": (_float(1.0, 100.0), 90.0),
+    "offsets": (_choice(("wrap", "scale")), "wrap"),
 }
 VOLUME_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "reserve": (_size(0), VolumeSpec.reserve),

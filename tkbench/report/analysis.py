@@ -56,6 +56,7 @@ from tkbench.report.tables import (
     matrices_for,
     percentile_names,
 )
+from tkbench.report.workload import rwsw_warnings
 from tkbench.rundir.records import Checks, TargetRecord
 from tkbench.rundir.store import RunData, TestData
 from tkbench.vocab import metric as metric_of
@@ -157,7 +158,7 @@ def test_report(
         stage=stage,
         hosts=tuple(host_means(records)),
         repeat=repeat,
-        **part_of(plan).fields(t),
+        **part_of(plan).fields(t, run_tests or (t,)),
     )
 
 
@@ -197,7 +198,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         run_dir=str(run.root),
         tkbench_version=m.tkbench_version or "unknown",
         alerts=header.alerts(m),
-        warnings=header.warnings(run, tests) + heat_warnings(tests),
+        warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
         pts=header.pts_claim(run),
         recipes=recipe_table(run.tests),

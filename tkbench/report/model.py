@@ -23,6 +23,7 @@ from tkbench.report.vfile import VfileReport
 
 if TYPE_CHECKING:
     from tkbench.report.stages import StagePart
+    from tkbench.report.workload import WorkloadChapter
 
 # test status values
 COMPLETE = "complete"
@@ -206,6 +207,7 @@ class TestReport:
     hosts: tuple[HostMean, ...] = ()  # fio client/server mode: each host's window share
     repeat: RepeatPart | None = None  # a fixed test's runs and their spread (report/repeats.py)
     vfile: VfileReport | None = None  # a virtual-file test's nodes/s, cold and warm
+    workload: WorkloadChapter | None = None  # a replay test's "Your workload on this drive"
 
     def matrix(self, key: str) -> Matrix | None:
         for m in self.matrices:

@@ -12,11 +12,12 @@ with a chapter of its own is a :class:`Part` here and its template.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tkbench.kinds import of_plan
 from tkbench.kinds.copy import COPY
+from tkbench.kinds.replay import REPLAY
 from tkbench.kinds.results.copy import TITLES as COPY_SETS
 from tkbench.kinds.staged.common import Staged
 from tkbench.kinds.sweep import SWEEP
@@ -27,6 +28,7 @@ from tkbench.report.model import Row
 from tkbench.report.sections import SECTIONS, STAGES, Section
 from tkbench.report.sweep import sweep_report
 from tkbench.report.vfile import vfile_report
+from tkbench.report.workload import chapter as workload_chapter
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import format_size
@@ -42,8 +44,9 @@ class Part:
         """The chapter's section (``base``: its stop rule's)."""
         return base
 
-    def fields(self, t: TestData) -> dict[str, Any]:
-        """The chapter's fields of the type's own (:class:`.model.TestReport`)."""
+    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The chapter's fields of the type's own (:class:`.model.TestReport`;
+        ``tests``: the run's, which a stage's chapter may read)."""
         return {}
 
     def parameters(self, t: TestData, stop: str) -> tuple[Row, ...] | None:
@@ -60,7 +63,7 @@ class Table(Part):
         super().__init__(name)
         self.build = build
 
-    def fields(self, t: TestData) -> dict[str, Any]:
+    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
         return {self.name: self.build(t)}
 
 
@@ -81,6 +84,15 @@ class StagesPart(Part):
         return build(base) if build is not None else base
 
 
+class WorkloadPart(StagesPart):
+    """A replay test (tkbench.kinds.replay): its stages' sections as a staged test's
+    (its demand-intensity pair's chapters), and in its replay stage the chapter "Your
+    workload on this drive" (:mod:`.workload`), which reads the run's other tests."""
+
+    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        return {self.name: workload_chapter(t, tests)}
+
+
 PARTS: dict[str, Part] = {
     p.name: p
     for p in (
@@ -89,6 +101,7 @@ PARTS: dict[str, Part] = {
         Table(VFILE.report_part, vfile_report),
         CopyPart(COPY.report_part, copy_report),
         StagesPart(Staged.report_part),
+        WorkloadPart(REPLAY.report_part),
     )
 }
 

@@ -138,6 +138,8 @@ def stylesheet() -> Markup:
 def toc_entries(test: TestReport, figs: figures.TestFigures) -> list[tuple[str, str]]:
     """The sub-sections of a test that exist, for the table of contents."""
     out = [(f"{test.anchor}-procedure", "Procedure")]
+    if test.workload is not None:
+        out.append((f"{test.anchor}-workload", test.workload.heading))
     if test.stage is not None:
         out.append((f"{test.anchor}-stage", test.stage.heading))
     if figs.convergence:

@@ -30,6 +30,7 @@ from tkbench.report.stages import (
     StagePart,
     Timeline,
 )
+from tkbench.report.workloadfigures import WorkloadFigures, workload_figures
 
 SHADE = "#e8e8e8"
 
@@ -50,6 +51,7 @@ class ChapterFigures(partfigures.PartFigures):
     """Every figure of a test chapter: the generic ones, the parts' and the stage's."""
 
     stage: StageFigures = field(default_factory=StageFigures)
+    workload: WorkloadFigures = field(default_factory=WorkloadFigures)  # report/workload.py
 
 
 COLUMNS = 1200  # more samples than twice this are drawn as one range per column
@@ -215,4 +217,8 @@ def all_figures(test: TestReport, name: Namer) -> ChapterFigures:
     out = ChapterFigures(**vars(partfigures.all_figures(test, name)))
     if test.stage is not None:
         out.stage = stage_figures(test.stage, name)
+    if test.workload is not None:  # a replay test's chapter: DIRTH's plot of its grid
+        out.workload = workload_figures(test.workload, name)
+        if test.workload.intensity is not None:
+            out.workload.intensity = intensity(test.workload.intensity, name())
     return out

@@ -27,8 +27,7 @@ from tkbench import __version__, proc
 from tkbench.device.sysfs import Sysfs
 from tkbench.errors import DeviceError, InputError
 from tkbench.units import parse_duration, timestamp
-from tkbench.workload.reduce import reduce
-from tkbench.workload.tkw import Workload
+from tkbench.workload.tkw import Workload, of_trace
 from tkbench.workload.trace import events, from_events
 
 DEBUGFS = "/sys/kernel/debug"
@@ -187,16 +186,15 @@ def capture(
             proc.run(["umount", debugfs], check=False, timeout=30)
     trace = from_events(events(data), base=dev.base, length=dev.capacity_bytes)
     span = min(traced, seconds)
-    header = {
-        "device": dev.to_dict(),
-        "captured_at": started,
-        "duration_s": span,
-        "tool": "blktrace -a issue -a complete",
-        "tkbench": __version__,
-        "dropped_events": _dropped(done.stdout),
-        "reduction": reduce(trace, dev.capacity_bytes, span),
-    }
-    return Workload(header, trace)
+    return of_trace(
+        trace,
+        dev.to_dict(),
+        span,
+        captured_at=started,
+        tool="blktrace -a issue -a complete",
+        tkbench=__version__,
+        dropped_events=_dropped(done.stdout),
+    )
 
 
 def _size(directory: str) -> int:

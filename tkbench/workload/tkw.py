@@ -32,6 +32,7 @@ import numpy as np
 
 from tkbench.errors import InputError
 from tkbench.outputs.files import write_output
+from tkbench.workload.reduce import reduce
 from tkbench.workload.trace import Trace
 
 FORMAT = 1
@@ -64,6 +65,17 @@ class Workload:
     @property
     def capacity_bytes(self) -> int:
         return int(self.header["device"]["capacity_bytes"])
+
+
+def of_trace(trace: Trace, device: dict[str, Any], duration_s: float, **header: Any) -> Workload:
+    """A workload of ``trace`` on ``device`` (``path``, ``name``, ``capacity_bytes``,
+    ``logical_block_bytes``) over ``duration_s`` seconds, with its reduction; ``header``:
+    what else the file says of it (when, with which tool)."""
+    reduction = reduce(trace, int(device["capacity_bytes"]), duration_s)
+    return Workload(
+        {**header, "device": dict(device), "duration_s": duration_s, "reduction": reduction},
+        trace,
+    )
 
 
 def encode(workload: Workload) -> bytes:

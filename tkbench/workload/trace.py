@@ -181,3 +181,33 @@ def from_events(recs: np.ndarray, base: int = 0, length: int | None = None) -> T
         ops.astype(np.uint8),
     )
     return trace.sorted()
+
+
+_IOLOG_OPS = {"read": READ, "write": WRITE, "trim": TRIM}
+
+
+def from_fio_iolog(text: str) -> Trace:
+    """The I/Os of a fio version 3 iolog (fio's ``write_iolog``: a line per action,
+    ``TIME FILE ACTION [OFFSET LENGTH]``, the time in µs from the job's start): its
+    reads, writes and trims, issued at their times, their service time unknown (-1; a
+    log holds no completions, so the reduction has no queue depth or service times).
+    File actions (add, open, close) and syncs are skipped; a version 2 log (no times)
+    or anything else is an :class:`InputError`."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "fio version 3 iolog":
+        first = lines[0].strip() if lines else ""
+        raise InputError(f"not a fio version 3 iolog (it begins {first[:40]!r})")
+    rows: list[tuple[int, int, int, int, int]] = []
+    for n, line in enumerate(lines[1:], start=2):
+        parts = line.split()
+        if len(parts) == 5 and parts[2] in _IOLOG_OPS:
+            try:
+                t, off, size = int(parts[0]), int(parts[3]), int(parts[4])
+            except ValueError:
+                raise InputError(f"iolog line {n}: not numbers: {line[:60]!r}") from None
+            if t < 0 or off < 0 or size <= 0:
+                raise InputError(f"iolog line {n}: a negative time, offset or size")
+            rows.append((t * 1000, -1, off, size, _IOLOG_OPS[parts[2]]))
+        elif len(parts) < 3:
+            raise InputError(f"iolog line {n}: not an iolog action: {line[:60]!r}")
+    return Trace.from_rows(rows)

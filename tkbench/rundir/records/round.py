@@ -100,6 +100,11 @@ class PlannedPoint:
     # one pass over its region, every block once, ended then or at ``runtime``
     # (tkbench.plan.model.Point.once: a virtual-file test's cold points)
     once: bool = field(default=False, metadata=OMIT)
+    # a replay test (tkbench.kinds.replay): fio percentage_random per direction; the
+    # iolog a captured trace was replayed from and its timing ("captured", "fast")
+    random_pct: str = field(default="", metadata=OMIT)
+    iolog: str = field(default="", metadata=OMIT)
+    replay: str = field(default="", metadata=OMIT)
 
     @property
     def key(self) -> tuple[int, int]:

@@ -86,7 +86,8 @@ class TestPlan(Record):
     version 3, written only when they say something (so no version step: older
     readers lose nothing they knew): ``workload.sync``, ``workload.compress_percentage``
     and ``workload.drop_caches``, each point's ``cache`` (tkbench.cache) and
-    ``node_size`` (a virtual-file test)."""
+    ``node_size`` (a virtual-file test); a replay test's ``capture`` and its points'
+    ``random_pct``, ``iolog`` and ``replay``."""
 
     VERSION = 3
     __test__ = False  # not a pytest test class, whatever its name
@@ -126,6 +127,9 @@ class TestPlan(Record):
     repeat_max: int = field(default=0, metadata=OMIT)
     # a virtual-file test (tkbench.kinds.vfile): bytes per node, for its nodes per second
     node_size: int = field(default=0, metadata=OMIT)
+    # a replay test (tkbench.kinds.replay): the captured workload's reduction (the
+    # JSON of ``tkbench capture show --json`` without its schema)
+    capture: Mapping[str, Any] = field(default_factory=dict, metadata=OMIT)
 
     @property
     def block_sizes(self) -> list[int]:

@@ -1,0 +1,339 @@
+"""A replay test (``replay = true``; the bundled profile ``rwsw``, with ``tkbench run
+--workload FILE.tkw``): a workload captured on a server (``tkbench capture``,
+docs/replay.md) on the drive under test, after SNIA's Real World Storage Workload
+test specification.
+
+Its stages (test directory names):
+
+==========================  ===========================================================
+``<name>-replay``           purge and workload-independent preconditioning, then one
+                            round of two points: the captured trace replayed with fio
+                            (``read_iolog`` of the trace as a version 3 iolog,
+                            ``replay_redirect`` to the target, offsets wrapped or scaled
+                            to the test's ActiveRange) at the captured timing, then as
+                            fast as possible (``replay_no_stall``)
+``<name>-applied``          purge and preconditioning again, then rounds of the
+                            *applied workload* until the PTS steady state: the streams
+                            that hold ``coverage`` % of the captured I/Os as one fio job
+                            (per-direction ``bssplit``, ``rwmixread``,
+                            ``percentage_random``, ``random_distribution`` from the LBA
+                            heat; :func:`tkbench.workload.fiojobs.applied_options`)
+``<name>-intensity``        the thread count x queue depth grid of the applied workload,
+``<name>-operating``        and its MaxIOPS, MidIOPS and MinIOPS, chosen as DIRTH
+                            chooses them: the stages of :mod:`.staged.intensity`
+==========================  ===========================================================
+
+The workload file is read when the test is planned (an unreadable, damaged or newer
+file is one line) and again, for the replay's iolog, when its round starts; its
+reduction goes into every stage's ``test.json`` (``capture``) for the report.  This
+module reads the file through :mod:`tkbench.workload`'s model (the file, its trace,
+its reduction and the fio options: a layer below the test types, docs/architecture.md);
+capturing stays above.
+
+fio 3.33 drops up to ``iodepth - 1`` I/Os still in flight when a replay reaches the
+end of its log: the iolog ends with as many one-block reads at offset 0 for it to
+drop instead (:data:`tkbench.workload.fiojobs.PAD_NOTE`), stated in every plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tkbench.errors import InputError, ProfileError
+from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.staged.common import KEYS as STAGED_KEYS
+from tkbench.kinds.staged.common import StagedSpec, stage_spec
+from tkbench.kinds.staged.common import own as staged_own
+from tkbench.kinds.staged.intensity import INTENSITY
+from tkbench.plan.model import PlannedTest, Point, workload_independent
+from tkbench.profile.model import COMPOSITE, Mix, TestSpec, Tracking
+from tkbench.units import format_duration
+from tkbench.workload import fiojobs, tkw
+
+if TYPE_CHECKING:
+    from tkbench.rundir.records import TestPlan
+    from tkbench.rundir.store import TestData
+    from tkbench.targets.base import Target
+
+PROCEDURE = "rwsw"  # the procedure its stages record (test.json ``procedure``)
+IOLOG = "replay.iolog"  # the trace as fio reads it, in fio's working directory
+TIMINGS = (("captured", "at the captured timing"), ("fast", "as fast as possible"))
+KEYS = ("replay", "capture", "coverage", "offsets")
+# a replay at the captured timing may run this much longer than the capture before
+# fio is stopped (a drive slower than the server's falls behind its schedule)
+SLOWER = 4.0
+MIN_CAP = 30.0  # seconds
+
+
+@dataclass(frozen=True)
+class ReplaySpec(StagedSpec):
+    """A replay test's own keys; the demand-intensity grid's keys (threads, iodepths,
+    prewrite, response ceiling, operating points) are a staged test's, so that its
+    grid and operating stages are DIRTH's (:data:`INTENSITY`) built from the same spec."""
+
+    capture: str = ""  # the workload file (--workload): "" until given
+    coverage: float = 90.0  # % of the captured I/Os the applied workload's streams hold
+    offsets: str = "wrap"  # how the trace's offsets reach the ActiveRange: wrap | scale
+
+
+def own(spec: TestSpec) -> ReplaySpec:
+    if not isinstance(spec.family, ReplaySpec):
+        raise TypeError(f"test {spec.name} is no replay test")
+    return spec.family
+
+
+def check(
+    scope: str,
+    tname: str,
+    t: dict[str, Any],
+    wl: dict[str, Any],
+    raw: Mapping[str, Any],
+    err: Callable[[str, str], ProfileError],
+) -> None:
+    """A replay test's keys; its block size, mix and tracking stand in for the
+    captured workload's until the file is read (:meth:`Replay.expand`)."""
+    if not t["replay"]:
+        for key in KEYS[1:]:
+            if key in raw:
+                raise err(f"tests.{tname}.{key}", "only a replay test (replay = true) has it")
+        return
+    if scope != "device":
+        raise err(f"tests.{tname}.replay", "a replay test runs on a drive, not in a volume")
+    for key in ("procedure", "modes", "bssplit", "zones"):
+        if t[key]:
+            raise err(f"tests.{tname}.{key}", "a replay test takes its mix from the workload")
+    for key in ("threads", "iodepths"):
+        if not t[key]:
+            raise err(
+                f"tests.{tname}.{key}", "a replay test needs it (the applied workload's grid)"
+            )
+    t["block_sizes"] = (COMPOSITE,)
+    t["mixes"] = (Mix(0),)
+    t["tracking"] = (Tracking("iops", COMPOSITE, Mix(0)),)
+    t["kind"] = "steady"
+    grid = {k: t[k] for k in STAGED_KEYS if k != "procedure"}
+    t["family"] = ReplaySpec(
+        procedure=PROCEDURE,
+        capture=t["capture"],
+        coverage=t["coverage"],
+        offsets=t["offsets"],
+        **grid,
+    )
+
+
+def load(spec: TestSpec) -> tkw.Workload:
+    """The workload file of a replay test (one line when there is none or it is bad)."""
+    path = own(spec).capture
+    if not path:
+        raise InputError(
+            f"test {spec.name} replays a captured workload: give --workload FILE.tkw "
+            "(made by tkbench capture)"
+        )
+    return tkw.load(Path(path))
+
+
+def applied_point(spec: TestSpec, applied: fiojobs.Applied) -> Point:
+    """The applied workload as one point at the test's load."""
+    opts = applied.options
+    rw = str(opts["rw"])
+    read = int(str(opts.get("rwmixread", 100 if rw == "randread" else 0)))
+    return Point(
+        index=0,
+        bs=COMPOSITE,
+        mix=Mix(read),
+        pattern="random",
+        numjobs=spec.workload.numjobs,
+        iodepth=spec.workload.iodepth,
+        runtime=spec.point_runtime,
+        bssplit=str(opts["bssplit"]),
+        zones=str(opts["random_distribution"]),
+        random_pct=str(opts["percentage_random"]),
+        tag="applied",
+    )
+
+
+def unfit_sizes(applied: fiojobs.Applied, sector: int) -> list[int]:
+    """Block sizes of the applied workload the target cannot address."""
+    return sorted({int(s["bs"]) for s in applied.streams if int(s["bs"]) % sector})
+
+
+def replay_cap(workload: tkw.Workload) -> float:
+    """Seconds after which a replay at the captured timing is stopped."""
+    return max(MIN_CAP, SLOWER * float(workload.reduction.get("duration_s", 0.0)))
+
+
+class Replay(TestType):
+    """A captured workload: replayed natively, then applied to steady state and across
+    thread counts and queue depths."""
+
+    name = "replay"
+    report_part = "workload"  # tkbench.report.parts: its stages and its own chapter
+
+    def claims(self, spec: TestSpec) -> bool:
+        return isinstance(spec.family, ReplaySpec)
+
+    def stored(self, plan: TestPlan) -> bool:
+        return plan.procedure == PROCEDURE
+
+    def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
+        workload = load(spec)
+        mine = own(spec)
+        applied = fiojobs.applied_options(workload, mine.coverage / 100.0)
+        if unfit_sizes(applied, ctx.sector):
+            return [], [
+                f"test {spec.name} skipped: the workload's block sizes do not fit "
+                f"{ctx.sector}-byte sectors"
+            ]
+        red = workload.reduction
+        point = applied_point(spec, applied)
+        spec = dataclasses.replace(
+            spec,
+            mixes=(point.mix,),
+            tracking=(Tracking("iops", COMPOSITE, point.mix),),
+        )
+        notes = (
+            *ctx.notes,
+            f"the applied workload: {len(applied.streams)} stream(s) holding "
+            f"{applied.coverage_pct:g} % of the captured I/Os",
+            fiojobs.PAD_NOTE,
+        )
+        wipc = workload_independent(spec, ctx.profile, ctx.capacity, 0)
+        depth = fiojobs.replay_depth(workload)
+        cap = replay_cap(workload)
+        replay_points = tuple(
+            dataclasses.replace(
+                point,
+                index=i,
+                numjobs=1,
+                iodepth=depth,
+                runtime=cap,
+                mix=Mix(round(float(red.get("read_pct", 0.0)))),
+                bssplit="",
+                zones="",
+                random_pct="",
+                iolog=IOLOG,
+                replay=timing,
+                tag=f"replay {timing}",
+            )
+            for i, (timing, _) in enumerate(TIMINGS)
+        )
+        replay = PlannedTest(
+            name=f"{spec.name}-replay",
+            spec=stage_spec(spec, "fixed", repeat=1),
+            title=f"{spec.title}: the captured trace replayed",
+            purge=spec.purge,
+            precondition=wipc,
+            points=replay_points,
+            tracking=(),
+            active_bytes=ctx.active,
+            notes=notes,
+            stage="replay",
+            procedure=PROCEDURE,
+            capture=red,
+        )
+        steady = PlannedTest(
+            name=f"{spec.name}-applied",
+            spec=stage_spec(spec, "steady", purge=spec.purge),
+            title=f"{spec.title}: the applied workload to steady state",
+            purge=spec.purge,
+            precondition=wipc,
+            points=(point,),
+            tracking=spec.tracking,
+            active_bytes=ctx.active,
+            notes=notes,
+            stage="applied",
+            procedure=PROCEDURE,
+            capture=red,
+        )
+        # the demand-intensity pair's own stages (DIRTH's grid and operating points),
+        # without its preconditioning stage: the applied stage's steady state stands in
+        _, intensity, operating = INTENSITY.build(spec, ctx.active, point.bssplit, notes)
+        staged = [
+            dataclasses.replace(
+                t,
+                points=tuple(
+                    dataclasses.replace(p, zones=point.zones, random_pct=point.random_pct)
+                    for p in t.points
+                ),
+                capture=red,
+                procedure=PROCEDURE,
+                sample=staged_own(t.spec).sample,
+                response_ceiling=mine.response_ceiling if t.derive_from else 0.0,
+            )
+            for t in (intensity, operating)
+        ]
+        return [replay, steady, *staged], []
+
+    def fio_files(self, test: PlannedTest, target: Target) -> dict[str, bytes]:
+        """The trace as fio's iolog, on the target (its offsets mapped to the test's
+        ActiveRange), for a replay stage's round."""
+        if not any(p.iolog for p in test.points):
+            return {}
+        workload = load(test.spec)
+        filename = str(target.fio_options()["filename"])
+        text = fiojobs.iolog_text(
+            workload,
+            filename,
+            test.active_bytes,
+            mapping=own(test.spec).offsets,
+            align=max(512, target.info().logical_sector),
+        )
+        return {IOLOG: text.encode("ascii")}
+
+    def summary(self, test: TestData) -> dict[str, Any] | None:
+        """The replay stage: each replay's reads and writes as fio counted them (its two
+        points share a block size and mix: they are no repetitions of one point)."""
+        if test.plan.stage != "replay":
+            return None
+        rnd = test.rounds[-1] if test.rounds else None
+        return {
+            "replay": [
+                {
+                    "timing": p.replay,
+                    "seconds": round(max(p.read.runtime_ms, p.write.runtime_ms) / 1e3, 6),
+                    **{
+                        f"{name}_{what}": round(float(getattr(d, attr) or 0), 3)
+                        for name, d in (("read", p.read), ("write", p.write))
+                        for what, attr in (("ios", "total_ios"), ("iops", "iops"))
+                    },
+                }
+                for p in (rnd.points if rnd is not None else ())
+                if p.replay
+            ]
+        }
+
+    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+        """The grid and the operating points, as DIRTH's stages give them."""
+        return INTENSITY.stage_summary(t, tests)
+
+    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+        return [
+            f"  replay {r['timing']:<9} {r['read_ios']:,.0f} reads, {r['write_ios']:,.0f} writes "
+            f"in {r['seconds']:g} s ({r['read_iops'] + r['write_iops']:,.0f} IOPS)"
+            for r in t.get("replay", ())
+        ]
+
+    def detail_lines(self, t: PlannedTest) -> list[str]:
+        red = t.capture
+        if not red:
+            return []
+        mine = own(t.spec)
+        lines = [
+            f"  workload: {mine.capture} ({int(red.get('ios', 0))} I/Os in "
+            f"{format_duration(float(red.get('duration_s', 0.0)))}, "
+            f"{float(red.get('read_pct', 0.0)):g} % reads, "
+            f"{float(red.get('random_pct', 0.0)):g} % random)"
+        ]
+        if t.stage == "replay":
+            lines.append(
+                f"  offsets {mine.offsets}ped to the ActiveRange; fio stops a replay after "
+                f"{format_duration(t.points[0].runtime)}"
+            )
+        return lines
+
+
+REPLAY = Replay()

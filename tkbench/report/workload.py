@@ -1,0 +1,300 @@
+"""The chapter "Your workload on this drive" of a replay test (tkbench.kinds.replay;
+pure): part of the chapter of its ``replay`` stage, read from the run's stored
+stages.
+
+* the captured workload: its origin, mix and rates, its stream table (the streams the
+  applied workload is made of marked), IOPS over time and the LBA heat (the reduction
+  each stage's ``test.json`` holds as ``capture``);
+* the replay: IOPS and response times of the trace replayed at its captured timing and
+  as fast as possible, beside the capture's (the device's service times on the
+  server);
+* the applied workload: its steady state (the ``applied`` stage's window), the
+  demand-intensity grid and plot (:func:`.stages.intensity`) and the operating points
+  (:func:`.stages.operating`);
+* when the run also holds the PTS IOPS test: the applied workload's steady-state IOPS
+  beside the drive's PTS IOPS at the block size and mix nearest the workload's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tkbench.analysis.window import point_means, window, window_records
+from tkbench.conformance import rwsw
+from tkbench.kinds.replay import PROCEDURE
+from tkbench.report import fmt, stages
+from tkbench.report.labels import mix_label
+from tkbench.rundir.records import PointResult
+from tkbench.rundir.store import RunData, TestData
+from tkbench.units import format_size
+
+HEADING = "Your workload on this drive"
+PTS_IOPS = "iops"  # the PTS IOPS test's name in the bundled profiles
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    rw: str
+    bs: int
+    pattern: str
+    share_ios: float
+    share_bytes: float
+    ios: int
+    applied: bool  # one of the streams the applied workload is made of
+
+    @property
+    def size(self) -> str:
+        return format_size(self.bs)
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    """IOPS and response times (ms) of the capture or of one replay."""
+
+    what: str
+    ios: int
+    seconds: float
+    read_iops: float
+    write_iops: float
+    read_ms: tuple[float | None, ...]  # mean, p99, p99.9
+    write_ms: tuple[float | None, ...]
+
+    @property
+    def iops(self) -> float:
+        return self.read_iops + self.write_iops
+
+
+@dataclass(frozen=True)
+class PtsRow:
+    """The applied workload's steady-state IOPS beside the PTS IOPS test's nearest cell."""
+
+    workload_iops: float
+    workload_what: str
+    pts_iops: float
+    pts_what: str
+
+
+@dataclass(frozen=True)
+class WorkloadChapter:
+    heading: str
+    text: tuple[str, ...]
+    streams: tuple[StreamRow, ...]
+    timeline_s: float  # seconds per point of the time series
+    read_iops: tuple[float, ...]
+    write_iops: tuple[float, ...]
+    heat: tuple[int, ...]  # reads and writes per 1 % of the capacity
+    replays: tuple[ReplayRow, ...]
+    applied: str  # the applied workload's steady state in words
+    applied_iops: float | None
+    intensity: stages.Intensity | None
+    operating: stages.Operating | None
+    pts: PtsRow | None
+
+
+PERCENTILES = ("99", "99.9")
+
+
+def _capture_row(red: Mapping[str, Any]) -> ReplayRow:
+    dur = float(red.get("duration_s") or 0.0)
+    tl = red.get("timeline", {})
+    lat = red.get("latency_us", {})
+
+    def ms(d: str) -> tuple[float | None, ...]:
+        s = lat.get(d, {})
+        return tuple(float(s[k]) / 1e3 if k in s else None for k in ("mean", "p99", "p99.9"))
+
+    step = float(tl.get("interval_s", 1.0))
+    reads = math.fsum(tl.get("read_iops", ())) * step
+    writes = math.fsum(tl.get("write_iops", ())) * step
+    return ReplayRow(
+        what="captured on the server",
+        ios=int(red.get("ios", 0)),
+        seconds=dur,
+        read_iops=reads / dur if dur else 0.0,
+        write_iops=writes / dur if dur else 0.0,
+        read_ms=ms("read"),
+        write_ms=ms("write"),
+    )
+
+
+def _replay_row(p: PointResult) -> ReplayRow:
+    def ms(d: Any) -> tuple[float | None, ...]:
+        if not d.total_ios:
+            return (None, None, None)
+        pct = {f"{float(k):g}": v for k, v in d.percentiles_ns.items()}
+        return (d.lat_mean_ns / 1e6, *(pct[k] / 1e6 if k in pct else None for k in PERCENTILES))
+
+    seconds = max(p.read.runtime_ms, p.write.runtime_ms) / 1e3
+    what = (
+        "replayed at the captured timing"
+        if p.replay == "captured"
+        else "replayed as fast as possible"
+    )
+    return ReplayRow(
+        what=what,
+        ios=int((p.read.total_ios or 0) + (p.write.total_ios or 0)),
+        seconds=seconds,
+        read_iops=p.read.iops,
+        write_iops=p.write.iops,
+        read_ms=ms(p.read),
+        write_ms=ms(p.write),
+    )
+
+
+def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
+    return next(
+        (
+            x
+            for x in tests
+            if x.plan.procedure == PROCEDURE and x.plan.spec == spec and x.plan.stage == stage
+        ),
+        None,
+    )
+
+
+def _window_iops(t: TestData) -> float | None:
+    means = point_means(window_records(t.rounds, window(t)))
+    return next(iter(means.values())).iops if means else None
+
+
+def nearest(bs: float, sizes: Sequence[int]) -> int | None:
+    """The block size of ``sizes`` nearest ``bs`` on a log scale."""
+    good = [s for s in sizes if s > 0]
+    if not good or bs <= 0:
+        return None
+    return min(good, key=lambda s: abs(math.log2(s / bs)))
+
+
+def _pts(
+    tests: Sequence[TestData], iops: float | None, red: Mapping[str, Any], read: int
+) -> PtsRow | None:
+    """The PTS IOPS test's window IOPS at the block size nearest the workload's most
+    frequent one and the mix nearest its read share."""
+    pts = next((x for x in tests if x.plan.spec == PTS_IOPS and not x.plan.procedure), None)
+    streams = red.get("streams", [])
+    if pts is None or iops is None or not streams:
+        return None
+    means = point_means(window_records(pts.rounds, window(pts)))
+    if not means:
+        return None
+    top = max(streams, key=lambda s: int(s["ios"]))
+    bs = nearest(float(top["bs"]), [k[0] for k in means])
+    if bs is None:
+        return None
+    mix = min((k[1] for k in means if k[0] == bs), key=lambda r: abs(r - read))
+    return PtsRow(
+        workload_iops=iops,
+        workload_what=(
+            f"the applied workload ({mix_label(read)}, mostly {format_size(int(top['bs']))})"
+        ),
+        pts_iops=means[(bs, mix)].iops,
+        pts_what=f"PTS IOPS, {format_size(bs)} random {mix_label(mix)}",
+    )
+
+
+def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
+    """The chapter of a replay test, in its ``replay`` stage (None for any other test)."""
+    plan = t.plan
+    if plan.procedure != PROCEDURE or plan.stage != "replay" or not plan.capture:
+        return None
+    red = plan.capture
+    applied_test = _stage(tests, plan.spec, "applied")
+    chosen = applied_test.plan.points[0] if applied_test and applied_test.plan.points else None
+    bssplit = chosen.bssplit if chosen is not None else ""
+    sizes = {
+        (d, int(part.split("/")[0]))
+        for d, half in zip(("read", "write"), bssplit.split(","), strict=False)
+        for part in half.split(":")
+        if part
+    }
+    if bssplit and "," not in bssplit:  # one direction: the split is its own
+        sizes = {("read" if chosen and chosen.read_pct else "write", b) for _, b in sizes}
+    rows = tuple(
+        StreamRow(
+            rw=str(s["rw"]),
+            bs=int(s["bs"]),
+            pattern=str(s["pattern"]),
+            share_ios=float(s["share_ios"]),
+            share_bytes=float(s["share_bytes"]),
+            ios=int(s["ios"]),
+            applied=(str(s["rw"]), int(s["bs"])) in sizes,
+        )
+        for s in red.get("streams", [])
+    )
+    qd = red.get("queue_depth", {})
+    text = [
+        f"The workload was captured for {fmt.duration(float(red.get('duration_s', 0.0)))}: "
+        f"{int(red.get('ios', 0)):,} reads and writes ({float(red.get('read_pct', 0.0)):g} % "
+        f"reads, {float(red.get('random_pct', 0.0)):g} % random), "
+        f"{fmt.sig(float(red.get('iops', 0.0)))} IOPS and {fmt.sig(float(red.get('mbps', 0.0)))} "
+        f"MB/s on average"
+        + (
+            f", queue depth {qd['p50']:g} (median) to {qd['max']:g}"
+            if "p50" in qd and "max" in qd
+            else ", no queue depth (the capture saw no completions)"
+        )
+        + f", on a device of {fmt.capacity(int(red.get('capacity_bytes', 0)))}."
+    ]
+    replays: list[ReplayRow] = [_capture_row(red)]
+    rnd = t.rounds[-1] if t.rounds else None
+    if rnd is not None:
+        replays += [_replay_row(p) for p in rnd.points if p.replay]
+    applied_iops = _window_iops(applied_test) if applied_test is not None else None
+    if applied_test is None:
+        applied = "The applied workload did not run."
+    else:
+        res = applied_test.result
+        how = (
+            "reached its steady state"
+            if res is not None and res.steady_state
+            else "did not reach its steady state"
+            if res is not None
+            else "had not finished"
+        )
+        applied = (
+            f"The applied workload ({chosen.label if chosen else ''}: "
+            f"fio bssplit {bssplit}, percentage_random "
+            f"{chosen.random_pct if chosen else ''}, random_distribution "
+            f"{chosen.zones if chosen else ''}) {how} after {len(applied_test.rounds)} "
+            "round(s)"
+            + (
+                f": {fmt.sig(applied_iops)} IOPS over its measurement window."
+                if applied_iops is not None
+                else "."
+            )
+        )
+    inten = _stage(tests, plan.spec, "intensity")
+    oper = _stage(tests, plan.spec, "operating")
+    tl = red.get("timeline", {})
+    return WorkloadChapter(
+        heading=HEADING,
+        text=tuple(text),
+        streams=rows,
+        timeline_s=float(tl.get("interval_s", 1.0)),
+        read_iops=tuple(float(v) for v in tl.get("read_iops", ())),
+        write_iops=tuple(float(v) for v in tl.get("write_iops", ())),
+        heat=tuple(int(v) for v in red.get("heat", ())),
+        replays=tuple(replays),
+        applied=applied,
+        applied_iops=applied_iops,
+        intensity=stages.intensity(inten, tests) if inten is not None and inten.rounds else None,
+        operating=stages.operating(oper, tests) if oper is not None and oper.rounds else None,
+        pts=_pts(tests, applied_iops, red, chosen.read_pct if chosen else 0),
+    )
+
+
+def rwsw_warnings(run: RunData) -> tuple[str, ...]:
+    """Page 1's list of a run's departures from SNIA RWSW, as tkbench reads it
+    (tkbench.conformance.rwsw): one banner, none for a run without a replay test."""
+    found = rwsw.departures([(t.plan, t.result) for t in run.tests], planned=False)
+    if not found:
+        return ()
+    return (
+        "Departures from SNIA's Real World Storage Workload test specification (as tkbench "
+        "reads SNIA's pages on it, docs/replay.md): "
+        + "; ".join(f"{d.title}: {d.requirement}: {d.actual} (RWSW: {d.required})" for d in found)
+        + ".",
+    )
