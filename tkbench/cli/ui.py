@@ -86,6 +86,8 @@ class LogProgress:
                 reached = all(v.reached for v in steady.values())
                 parts.append("state=" + ("steady" if reached else "not-steady"))
             self._line(" ".join(parts))
+        elif kind == "round_retried":
+            self._line(f"round retry test={name} round={info['round']} reason={info['reason']!r}")
         elif kind == "test_done":
             self._line(f"test done name={name} result={info['result'].summary!r}")
         elif kind == "run_done":
@@ -190,6 +192,11 @@ class RichProgress:
             steady = bool(verdicts) and all(v.reached for v in verdicts.values())
             self.bars.update(self.test_task, advance=1, info=("steady " if steady else "") + vals)
             self.console.print(f"  {_shown(test.name)} round {info['round']}: {_shown(vals)}")
+        elif kind == "round_retried":
+            self.console.print(
+                f"{_shown(test.name)} round {info['round']}: {_shown(info['reason'])}; "
+                "running it again"
+            )
         elif kind == "test_done":
             self.console.print(f"[bold]{_shown(test.title)}[/]: {_shown(info['result'].summary)}")
             full = test.max_rounds  # the bar's total, whatever ended the test
