@@ -104,7 +104,11 @@ its rounds with the next round's fio started while they ran had 968k and 1,062k
 IOPS, its last rounds (none started) 984k and 1,060k: what starting that fio
 costs is within the noise.  So the 0.956 above was one of these low turns
 weighing in a median of three, not tkbench.  At the default share (1024: one
-group's share) and a load average of 13-20, the same part gave 94k IOPS and
+group's share) on a machine going from quiet to busy (load average 0.4 to 3.6):
+``high_iops_k=1055.1 high_iops_ratio=1.008`` (turns 0.95-1.44: the last three
+turns' hand-written runs fell to 486-627k as other jobs started; the ratio of the
+medians, 0.976, felt that; 19 ms of tkbench's CPU per round).  At the default
+share and a load average of 13-20, the same part gave 94k IOPS and
 0.805 (repetitions 0.49-1.27): with that little of a machine that busy, each
 run gets what the other load leaves it, and the ratio measures that load; it is
 no figure at the goal's rate (500k IOPS and more).
