@@ -66,10 +66,11 @@ typecheck: dev
 
 # Workers: more than the cores, since most tests wait on fio, the emulator or a disk;
 # tests/conftest.py groups what must share one worker (the QEMU guest, a module's run).
+# The slowest tests are listed at the end of every run (where the suite's time goes).
 TEST_WORKERS ?= 4
 
 pytest: deps
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 test: deps lint typecheck pytest
 

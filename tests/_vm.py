@@ -1,6 +1,9 @@
 """A QEMU guest with real storage controllers, for the ``vm`` tests.
 
-One guest boot serves a whole test module.  virtme-ng (``vng``) boots Debian's own
+One guest boot serves every ``vm`` test of a pytest worker (:class:`SharedGuest`: the
+first test that asks boots it with every disk kind of DISKS, and tests/conftest.py
+powers it off after the worker's last ``vm`` test, which run one after another in one
+worker).  virtme-ng (``vng``) boots Debian's own
 kernel (``/boot/vmlinuz-*``, package linux-image-amd64) over this host's root
 filesystem, read-only, with software emulation (TCG: nested KVM hangs here).  QEMU
 adds one small sparse raw image per device kind, each behind its own controller
@@ -48,6 +51,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -336,6 +340,32 @@ exec {agent}
 
 # =========================================================================== agent
 # Runs inside the guest, started by Guest.start.  Standard library and tkbench only.
+
+
+class SharedGuest:
+    """One guest for the ``vm`` tests of a session (the ``vm_guests`` fixture): booted
+    when a test first asks for it (:meth:`get`), powered off by :meth:`stop`; a test
+    that asks after that boots a new one."""
+
+    def __init__(self) -> None:
+        self.guest: Guest | None = None
+
+    def get(self, workdir: Callable[[], Path]) -> Guest:
+        """The running guest, or one booted now in ``workdir()``."""
+        if self.guest is None:
+            guest = Guest(workdir())
+            try:
+                guest.start()
+            except BaseException:
+                guest.stop()
+                raise
+            self.guest = guest
+        return self.guest
+
+    def stop(self) -> None:
+        if self.guest is not None:
+            self.guest.stop()
+            self.guest = None
 
 
 def _preload() -> None:

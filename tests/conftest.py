@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,7 @@ from fakes.helpers import LoopDevices
 
 from tests._chromium import CHROMIUM, INSTALL_HINT, Browser, BrowserError, running_browser
 from tests._postgres import Server, running_server
+from tests._vm import Guest, SharedGuest
 
 FIO_HINT = "fio is not installed: run 'make deps' (apt-get install fio)"
 
@@ -78,8 +79,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif _module_fixtures(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     # the guest's tests, the longest group, first: started last, the suite would wait
-    # on them alone (the order within each module stays as written)
+    # on them alone (the order within each module stays as written).  xdist's own
+    # reordering (--loadscope-reorder, its default) then hands out the groups with the
+    # most tests first, singles last: the guest's group (11 tests) is among the first
+    # four, so it starts at once in one of make test's four workers
     items.sort(key=lambda item: item.get_closest_marker("vm") is None)
+
+
+_GUESTS = SharedGuest()
+
+
+def _vm(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("vm") is not None
+
+
+@pytest.fixture(scope="session")
+def vm_guest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Guest]]:
+    """The QEMU guest of the ``vm`` tests (tests/_vm.py), one boot for all of them: a
+    module's ``guest`` fixture calls it.  Powered off after the last ``vm`` test (they
+    run one after another: one xdist group, sorted first) or at the session's end."""
+    try:
+        yield lambda: _GUESTS.get(lambda: tmp_path_factory.mktemp("vm"))
+    finally:
+        _GUESTS.stop()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # a guest left running beside the other tests would take a CPU's share (TCG)
+    if _vm(item) and not _vm(nextitem):
+        _GUESTS.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
 """tkbench against real drivers and real tools: NVMe, SATA (AHCI), SAS (MegaRAID),
 SCSI on virtio-scsi and virtio-blk disks in one QEMU guest (tests/_vm.py).
 
-One guest serves the module; each disk is a 64 MiB sparse image behind its own
-controller, with its own serial.  These are the paths no fake can show: the
-tools' real output, udev, the kernel's in-use checks, a 9p run directory.
+One guest serves the module (and the other ``vm`` modules: tests/conftest.py); each
+disk is a 64 MiB sparse image behind its own controller, with its own serial.  These
+are the paths no fake can show: the tools' real output, udev, the kernel's in-use
+checks, a 9p run directory.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,13 +36,8 @@ TINY = [*ONE_POINT, "--set", "tests.iops.rounds.max=2", "--set", "tests.iops.rou
 
 
 @pytest.fixture(scope="module")
-def guest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
-    g = Guest(tmp_path_factory.mktemp("vm"))
-    try:
-        g.start()
-        yield g
-    finally:
-        g.stop()
+def guest(vm_guest: Callable[[], Guest]) -> Guest:
+    return vm_guest()  # one boot for every vm test (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

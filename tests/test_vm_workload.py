@@ -1,13 +1,13 @@
 """Capture and replay in the QEMU guest (tests/_vm.py), whose kernel can trace.
 
-One guest boot serves the module: ``tkbench capture`` traces the NVMe disk while a
-known fio job runs on it, and its reduction must give the job's block sizes, read
-percentage and random share within 2 points; the captured trace is then replayed
-natively (the iolog and job options of tkbench.workload.fiojobs, made on the host)
-on the virtio-blk disk, and fio's own counts must be the trace's; and ``tkbench run
---profile rwsw --workload`` (shrunk to sub-second rounds) runs the whole replay test
-on that disk, its report (rendered on the host) holding the chapter "Your workload
-on this drive".
+One guest boot serves the module (the vm tests' one guest: tests/conftest.py):
+``tkbench capture`` traces the NVMe disk while a known fio job runs on it, and its
+reduction must give the job's block sizes, read percentage and random share within 2
+points; the captured trace is then replayed natively (the iolog and job options of
+tkbench.workload.fiojobs, made on the host) on the virtio-blk disk, and fio's own
+counts must be the trace's; and ``tkbench run --profile rwsw --workload`` (shrunk to
+sub-second rounds) runs the whole replay test on that disk, its report (rendered on
+the host) holding the chapter "Your workload on this drive".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,15 +73,11 @@ def ok(res: Result, code: int = 0) -> Result:
 
 
 @pytest.fixture(scope="module")
-def guest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
-    # a longer boot allowance than test_vm_drives': the boot failed three times in a row
-    # within 300 s on this host while other work loaded it (load average 20 on 2 cores)
-    g = Guest(tmp_path_factory.mktemp("vm"), disks=DISKS, boot_timeout=900.0)
-    try:
-        g.start()
-        yield g
-    finally:
-        g.stop()
+def guest(vm_guest: Callable[[], Guest]) -> Guest:
+    # the vm tests' one guest (tests/conftest.py), with DISKS among its disks
+    g = vm_guest()
+    assert {(d.kind, d.serial) for d in DISKS} <= {(d.kind, d.serial) for d in g.disks}
+    return g
 
 
 def by_serial(guest: Guest, link: str) -> str:

@@ -191,6 +191,7 @@ class FakeFio:
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,  # no live figures from the fake
+        busy: bool = False,  # no watchdog in the fake
     ) -> FioRun:
         return self.start(
             jobfile, workdir, json_plus=json_plus, timeout=timeout, expect_io=expect_io
@@ -205,6 +206,7 @@ class FakeFio:
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
+        busy: bool = False,
     ) -> FakeProcess:
         text = jobfile.read_text(encoding="utf-8")
         sections = parse_jobfile(text)

@@ -106,6 +106,8 @@ class LogProgress:
                     reached = all(v.reached for v in steady.values())
                     parts.append("state=" + ("steady" if reached else "not-steady"))
                 self._line(" ".join(parts))
+            case events.RoundRetried(test=test, round=n, reason=why):
+                self._line(f"round retry test={test.name} round={n} reason={why!r}")
             case events.TestDone(test=test, result=result):
                 self._line(f"test done name={test.name} result={result.summary!r}")
             case events.RunDone(manifest=manifest):
@@ -207,6 +209,10 @@ class RichProgress:
                     self.test_task, advance=1, info=("steady " if steady else "") + vals
                 )
                 self.console.print(f"  {_shown(test.name)} round {n}: {_shown(vals)}")
+            case events.RoundRetried(test=test, round=n, reason=why):
+                self.console.print(
+                    f"{_shown(test.name)} round {n}: {_shown(why)}; running it again"
+                )
             case events.TestDone(test=test, result=result):
                 self.console.print(f"[bold]{_shown(test.title)}[/]: {_shown(result.summary)}")
                 full = test.max_rounds  # the bar's total, whatever ended the test

@@ -99,6 +99,15 @@ class RoundDiscarded:
 
 
 @dataclass(frozen=True)
+class RoundRetried:
+    """A round whose fio stalled, run again once (tkbench.engine.rounds)."""
+
+    test: PlannedTest
+    round: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class FioStatus:
     """fio's live figures while a round or a phase runs."""
 
@@ -118,5 +127,6 @@ Event = (
     | RoundStartedAhead
     | RoundDone
     | RoundDiscarded
+    | RoundRetried
     | FioStatus
 )

@@ -1,7 +1,11 @@
 """The round loop: rounds until the test's kind says stop, each stored before the next
 is used, the next one started ahead while one runs (:mod:`tkbench.engine.pipeline`);
 an idle gap between rounds (a suspended machine, a stopped tkbench) begins a new
-segment, after preconditioning again (docs/resume.md)."""
+segment, after preconditioning again (docs/resume.md).  A round whose fio stalled
+(:class:`tkbench.fio.runner.FioStalled`: fio up to 3.34 can hang in its last reaping)
+is run again, once: its fio's output is kept in ``failed/``, the stall is in
+events.log, on the user's screen and among the test's notes (the report lists them); a
+second stall of the same round fails the run, which ``--resume`` continues."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from tkbench.engine.options import IDLE_GAP_MIN
 from tkbench.engine.pipeline import Pipeline, RoundRun, last_point_done, stop_runs
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
+from tkbench.fio.runner import FioStalled
 
 
 class RoundLoop:
@@ -35,6 +40,7 @@ class RoundLoop:
         cur: RoundRun | None = None
         ahead: RoundRun | None = None  # the next round, started while ``cur`` runs
         thermal = steps.thermal()
+        stalled: set[int] = set()  # rounds whose fio stalled once (and ran again)
         try:
             while True:
                 n = len(rounds) + 1
@@ -55,7 +61,18 @@ class RoundLoop:
                     steps.progress.event(events.RoundStarted(test, n, test.round_seconds))
                 pipeline.watch(test, cur, test.points)
                 ahead = pipeline.await_next(state, cur)
-                run = pipeline.collect(test, cur)
+                try:
+                    run = pipeline.collect(test, cur)
+                except FioStalled as exc:  # stopped by the watchdog, kept in failed/
+                    if n in stalled:
+                        raise
+                    stalled.add(n)
+                    cur = None
+                    if ahead is not None:
+                        pipeline.discard(test, ahead, f"round {n}'s fio stalled")
+                        ahead = None
+                    self.stalled_once(state, n, exc)
+                    continue
                 cur.last_done = last_point_done(cur)
                 began = run.started
                 if cur.follows is not None:
@@ -91,6 +108,21 @@ class RoundLoop:
             # ahead of it, are stopped; neither is stored (a later resume runs them anew)
             stop_runs(cur, ahead)
         return reason
+
+    def stalled_once(self, state: TestState, n: int, exc: FioStalled) -> None:
+        """Round ``n``'s fio stalled for the first time: say so where the user, the run's
+        log and its report see it; the loop then runs the round again (after an idle
+        gap's new segment, when the stall was that long: :meth:`after_idle`)."""
+        test, store = state.test, self.steps.store
+        why = str(exc).split(" [command:", 1)[0]
+        store.log(f"test {test.name}: round {n}: {why}; running round {n} again")
+        detail = why.removeprefix("fio stalled: ").removesuffix("; stopped it")
+        store.add_test_note(
+            test.name,
+            f"Round {n}'s fio stalled ({detail}) and was stopped; the round was run again "
+            "(what fio printed is kept in failed/).",
+        )
+        self.steps.progress.event(events.RoundRetried(test, n, why))
 
     def after_idle(self, state: TestState) -> None:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,

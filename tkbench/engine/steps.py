@@ -127,10 +127,12 @@ class Steps:
         json_plus: bool,
         planned: float,
         labels: Mapping[str, str],
+        busy: bool = False,
     ) -> FioRun:
         """Run one fio job file (the preconditioning); live figures go to the progress
         display as ``fio_status`` events, from fio's own status reports (``labels``: fio
-        job name -> what people call it)."""
+        job name -> what people call it; ``busy``: its jobs never pause, so fio's
+        watchdog watches it from its start, tkbench.fio.runner)."""
         workdir, path = self.write_jobfile(text)
         timeout = planned + self.options.fio_timeout_margin
 
@@ -141,7 +143,7 @@ class Steps:
         try:
             self.writing(test)
             run = self.runner.run(
-                path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line
+                path, workdir, json_plus=json_plus, timeout=timeout, on_line=on_line, busy=busy
             )
         except FioFailed as exc:
             info = Failure(test=test.name, error=str(exc), fio=exc.run.call())
@@ -169,6 +171,7 @@ class Steps:
             json_plus=False,
             planned=planned,
             labels={"precondition": "preconditioning"},
+            busy=True,
         )
         assert run.output is not None
         written = sum(j.write.io_bytes for j in run.output.jobs)

@@ -15,8 +15,9 @@ Two guards against a fio that stops doing I/O and never ends:
   with both hooks, on a file): a hang in 3 runs of 3 without the mask, none in 15
   with it.
 * a watchdog (:class:`Progress`): a run past its planned end (read from its job
-  file, :func:`tkbench.fio.jobfile.planned_seconds`) in which no job thread of fio has
-  run on a CPU for ``stall_after`` seconds is stopped (SIGTERM, SIGKILL after a
+  file, :func:`tkbench.fio.jobfile.planned_seconds`; from its start for a job of so
+  many bytes whose jobs never pause, the preconditioning: ``busy``) in which no job
+  thread of fio has run on a CPU for ``stall_after`` seconds is stopped (SIGTERM, SIGKILL after a
   grace) and fails as :class:`FioStalled`, whatever the cause (a lost I/O, a
   driver, fio itself).  A thread that submits or completes I/O runs; one that
   waits for an I/O that never completes does not.  The threads' run time comes
@@ -125,8 +126,11 @@ class FioRunner(Protocol):
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
+        busy: bool = False,
     ) -> FioProcess:
-        """Start fio on a job file and return at once (``timeout`` counts from now)."""
+        """Start fio on a job file and return at once (``timeout`` counts from now).
+        ``busy``: a job file without a planned duration whose jobs do I/O without a
+        pause (the preconditioning) is watched from its start."""
         ...
 
     def run(
@@ -138,6 +142,7 @@ class FioRunner(Protocol):
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
+        busy: bool = False,
     ) -> FioRun: ...
 
     @property
@@ -193,13 +198,14 @@ class LocalFio:
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
+        busy: bool = False,
     ) -> FioRun:
         """Run a job file.  With ``on_line``, fio reports its status every
         :data:`STATUS_INTERVAL` s and each line reaches ``on_line`` as it comes; of
         those reports only the final one is kept as the run's output."""
         return self.start(
             jobfile, workdir, json_plus=json_plus, timeout=timeout, expect_io=expect_io,
-            on_line=on_line,
+            on_line=on_line, busy=busy,
         ).wait()  # fmt: skip
 
     def start(
@@ -211,12 +217,16 @@ class LocalFio:
         timeout: float,
         expect_io: bool = True,
         on_line: Callable[[str], None] | None = None,
+        busy: bool = False,
     ) -> LocalFioProcess:
         """Start fio on a job file (in ``workdir``) and return at once; with a planned
-        duration in the job file (and fio on this host), under the watchdog."""
+        duration in the job file, or ``busy`` (its jobs do I/O without a pause: watched
+        from its start), and fio on this host, under the watchdog."""
         status = on_line is not None and self.live_status
         argv = self.command(jobfile, json_plus, status)
         planned = self._plan(jobfile)
+        if planned is None and busy and not self.hosts:
+            planned = 0.0
         started = time.time()
         with _sigchld_blocked():  # fio inherits the mask (see the module's docstring)
             running = proc.spawn(
@@ -377,9 +387,13 @@ class Progress:
         quiet_since = max(self.changed, self.t0 + self.planned)
         if now - quiet_since < self.stall_after:
             return ""
+        past = (
+            f", {now - self.t0 - self.planned:.0f} s past its planned {self.planned:.0f} s"
+            if self.planned > 0
+            else ""  # a job watched from its start (``busy``)
+        )
         return (
-            f"fio stalled: no thread of fio ran for {now - self.changed:.0f} s, "
-            f"{now - self.t0 - self.planned:.0f} s past its planned {self.planned:.0f} s "
+            f"fio stalled: no thread of fio ran for {now - self.changed:.0f} s{past} "
             "(an I/O lost or never completed); stopped it"
         )
 

@@ -248,6 +248,15 @@ class RunStore:
     def save_test_plan(self, test: str, plan: TestPlan) -> None:
         write_record(self.test_dir(test) / "test.json", plan)
 
+    def add_test_note(self, test: str, note: str) -> None:
+        """One more of the test's notes in its ``test.json`` (the report lists them): what
+        happened while it ran that its reader should know (a round run again)."""
+        path = self.test_dir(test) / "test.json"
+        context = Context(target_kind=self.manifest().target.kind)
+        plan = _read_optional(path, TestPlan, context)
+        if plan is not None:
+            write_record(path, replace(plan, notes=(*plan.notes, note)))
+
     def save_phase(
         self,
         test: str,
