@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tkbench.errors import InputError, ProfileError
+from tkbench.errors import InputError, ProfileError, SafetyError
 from tkbench.kinds.base import Context, TestType
 from tkbench.kinds.staged.common import KEYS as STAGED_KEYS
 from tkbench.kinds.staged.common import StagedSpec, stage_spec
@@ -234,6 +234,8 @@ class Replay(TestType):
             stage="replay",
             procedure=PROCEDURE,
             capture=red,
+            capture_sha256=workload.sha256,
+            capture_size=workload.size,
         )
         steady = PlannedTest(
             name=f"{spec.name}-applied",
@@ -248,6 +250,8 @@ class Replay(TestType):
             stage="applied",
             procedure=PROCEDURE,
             capture=red,
+            capture_sha256=workload.sha256,
+            capture_size=workload.size,
         )
         # the demand-intensity pair's own stages (DIRTH's grid and operating points),
         # without its preconditioning stage: the applied stage's steady state stands in
@@ -260,6 +264,8 @@ class Replay(TestType):
                     for p in t.points
                 ),
                 capture=red,
+                capture_sha256=workload.sha256,
+                capture_size=workload.size,
                 procedure=PROCEDURE,
                 sample=staged_own(t.spec).sample,
                 response_ceiling=mine.response_ceiling if t.derive_from else 0.0,
@@ -267,6 +273,26 @@ class Replay(TestType):
             for t in (intensity, operating)
         ]
         return [replay, steady, *staged], []
+
+    def prove_resume(self, stored: TestPlan, spec: TestSpec) -> None:
+        """The workload file the stage was planned with, unchanged where it was given (a
+        run made before the file was pinned: not proven)."""
+        if not stored.capture_sha256:
+            return
+        path = own(spec).capture
+        found = tkw.fingerprint(Path(path))
+        if found is None:
+            raise SafetyError(
+                f"test {stored.name}: the workload file {path} is gone: a resumed run "
+                "replays the file it was planned with"
+            )
+        digest, size = found
+        if (digest, size) != (stored.capture_sha256, stored.capture_size):
+            raise SafetyError(
+                f"test {stored.name}: the workload file {path} is not the one the run was "
+                f"planned with: SHA-256 {digest[:12]} ≠ {stored.capture_sha256[:12]} "
+                f"({size} ≠ {stored.capture_size} bytes)"
+            )
 
     def fio_files(self, test: PlannedTest, target: Target) -> dict[str, bytes]:
         """The trace as fio's iolog, on the target (its offsets mapped to the test's

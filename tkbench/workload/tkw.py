@@ -19,7 +19,9 @@ over another user's file or a run directory's records).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import json
 import os
 import stat
@@ -57,6 +59,10 @@ class Workload:
 
     header: dict[str, Any]
     trace: Trace
+    # the SHA-256 (hex) and size of the file it was read from ("" and 0: not read from
+    # one), which a run pins so that its resume replays the same file
+    sha256: str = ""
+    size: int = 0
 
     @property
     def reduction(self) -> dict[str, Any]:
@@ -157,4 +163,22 @@ def load(path: Path) -> Workload:
         raise InputError(f"{path} is a directory, not a workload file") from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return decode(data, str(path))
+    return dataclasses.replace(
+        decode(data, str(path)), sha256=hashlib.sha256(data).hexdigest(), size=len(data)
+    )
+
+
+def fingerprint(path: Path) -> tuple[str, int] | None:
+    """The SHA-256 (hex) and size of the file at ``path`` as it is now (None: there is
+    no regular file there, or it cannot be read)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        digest, size = hashlib.sha256(), 0
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        return digest.hexdigest(), size
+    except OSError:
+        return None
