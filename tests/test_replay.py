@@ -120,12 +120,12 @@ def test_a_fio_iolog_reduces_to_the_job_fio_ran(captured: tuple[Path, dict[str, 
     path, job = captured
     red = tkw.load(path).reduction
     reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
-    assert red["ios"] == reads + writes
-    assert red["read_pct"] == pytest.approx(100 * reads / (reads + writes), abs=0.01)
-    assert {s["bs"] for s in red["streams"]} == {4096, 65536}
-    small = sum(s["share_ios"] for s in red["streams"] if s["bs"] == 4096)
+    assert red.ios == reads + writes
+    assert red.read_pct == pytest.approx(100 * reads / (reads + writes), abs=0.01)
+    assert {s.bs for s in red.streams} == {4096, 65536}
+    small = sum(s.share_ios for s in red.streams if s.bs == 4096)
     assert small == pytest.approx(80, abs=8)  # fio's bssplit draws each size at random
-    assert red["random_pct"] > 95
+    assert red.random_pct > 95
 
 
 def test_an_iolog_that_is_not_one_is_one_error() -> None:
@@ -244,6 +244,8 @@ def test_the_replay_does_every_captured_io_with_its_mix(
         assert p["write"]["io_bytes"] == job["write"]["io_bytes"]
     plan = json.loads((replay_run / "tests" / "rwsw-replay" / "test.json").read_text())
     assert plan["procedure"] == "rwsw" and plan["capture"]["ios"] == IOS
+    # the reduction as the file holds it, key for key (read through tkw.Reduction)
+    assert plan["capture"] == tkw.load(captured[0]).header["reduction"]
 
 
 def test_the_applied_workload_runs_the_main_streams_as_one_job(replay_run: Path) -> None:

@@ -158,12 +158,12 @@ def applied_point(spec: TestSpec, applied: fiojobs.Applied) -> Point:
 
 def unfit_sizes(applied: fiojobs.Applied, sector: int) -> list[int]:
     """Block sizes of the applied workload the target cannot address."""
-    return sorted({int(s["bs"]) for s in applied.streams if int(s["bs"]) % sector})
+    return sorted({s.bs for s in applied.streams if s.bs % sector})
 
 
 def replay_cap(workload: tkw.Workload) -> float:
     """Seconds after which a replay at the captured timing is stopped."""
-    return max(MIN_CAP, SLOWER * float(workload.reduction.get("duration_s", 0.0)))
+    return max(MIN_CAP, SLOWER * workload.reduction.duration_s)
 
 
 class Replay(TestType):
@@ -188,7 +188,7 @@ class Replay(TestType):
                 f"test {spec.name} skipped: the workload's block sizes do not fit "
                 f"{ctx.sector}-byte sectors"
             ]
-        red = workload.reduction
+        red = workload.header["reduction"]  # as the file holds it, into test.json
         point = applied_point(spec, applied)
         spec = dataclasses.replace(
             spec,
@@ -211,7 +211,7 @@ class Replay(TestType):
                 numjobs=1,
                 iodepth=depth,
                 runtime=cap,
-                mix=Mix(round(float(red.get("read_pct", 0.0)))),
+                mix=Mix(round(workload.reduction.read_pct)),
                 bssplit="",
                 zones="",
                 random_pct="",
@@ -344,15 +344,15 @@ class Replay(TestType):
         ]
 
     def detail_lines(self, t: PlannedTest) -> list[str]:
-        red = t.capture
-        if not red:
+        if not t.capture:
             return []
+        red = tkw.Reduction.parse(t.capture)
         mine = own(t.spec)
         lines = [
-            f"  workload: {mine.capture} ({int(red.get('ios', 0))} I/Os in "
-            f"{format_duration(float(red.get('duration_s', 0.0)))}, "
-            f"{float(red.get('read_pct', 0.0)):g} % reads, "
-            f"{float(red.get('random_pct', 0.0)):g} % random)"
+            f"  workload: {mine.capture} ({red.ios} I/Os in "
+            f"{format_duration(red.duration_s)}, "
+            f"{red.read_pct:g} % reads, "
+            f"{red.random_pct:g} % random)"
         ]
         if t.stage == "replay":
             lines.append(
