@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +25,12 @@ from typing import Any
 import pytest
 
 from tests._helpers import layout_text
+from tkbench import cli
 from tkbench.conformance import rwsw
-from tkbench.errors import InputError
+from tkbench.engine.runs import RunRequest, start
+from tkbench.errors import InputError, Interrupted
 from tkbench.rundir.records import PlannedPoint, TestPlan
+from tkbench.rundir.store import load_run
 from tkbench.workload import tkw, trace
 
 pytestmark = pytest.mark.fio
@@ -115,12 +120,12 @@ def test_a_fio_iolog_reduces_to_the_job_fio_ran(captured: tuple[Path, dict[str, 
     path, job = captured
     red = tkw.load(path).reduction
     reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
-    assert red["ios"] == reads + writes
-    assert red["read_pct"] == pytest.approx(100 * reads / (reads + writes), abs=0.01)
-    assert {s["bs"] for s in red["streams"]} == {4096, 65536}
-    small = sum(s["share_ios"] for s in red["streams"] if s["bs"] == 4096)
+    assert red.ios == reads + writes
+    assert red.read_pct == pytest.approx(100 * reads / (reads + writes), abs=0.01)
+    assert {s.bs for s in red.streams} == {4096, 65536}
+    small = sum(s.share_ios for s in red.streams if s.bs == 4096)
     assert small == pytest.approx(80, abs=8)  # fio's bssplit draws each size at random
-    assert red["random_pct"] > 95
+    assert red.random_pct > 95
 
 
 def test_an_iolog_that_is_not_one_is_one_error() -> None:
@@ -239,6 +244,8 @@ def test_the_replay_does_every_captured_io_with_its_mix(
         assert p["write"]["io_bytes"] == job["write"]["io_bytes"]
     plan = json.loads((replay_run / "tests" / "rwsw-replay" / "test.json").read_text())
     assert plan["procedure"] == "rwsw" and plan["capture"]["ios"] == IOS
+    # the reduction as the file holds it, key for key (read through tkw.Reduction)
+    assert plan["capture"] == tkw.load(captured[0]).header["reduction"]
 
 
 def test_the_applied_workload_runs_the_main_streams_as_one_job(replay_run: Path) -> None:
@@ -344,3 +351,73 @@ def test_show_gives_each_replay_and_the_stages_of_dirth(
     assert set(tests["rwsw-operating"]["operating_points"]) == {"max", "mid", "min"}
     text = tkbench("show", str(replay_run)).stdout
     assert "replay captured" in text and "replay fast" in text
+
+
+def _sums(root: Path) -> dict[str, str]:
+    return {
+        str(f): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(root.rglob("*"))
+        if f.is_file()
+    }
+
+
+def test_a_resume_refuses_a_workload_file_changed_or_gone_since_the_run_was_planned(
+    captured: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run stopped after the replay's round pins its workload file (SHA-256 and size
+    in each stage's test.json); resumed with other content at the file's path, or with
+    none, it is refused with one line and exit 3 and the run directory is left as it
+    was; with the file back as it was, the run goes on."""
+    path = tmp_path / "server.tkw"
+    shutil.copyfile(captured[0], path)
+    out = tmp_path / "run"
+    rounds = out / "tests" / "rwsw-replay" / "rounds"
+    req = RunRequest(
+        profile="rwsw",
+        target=str(tmp_path / "drive.img"),
+        out=out,
+        size=CAPACITY,
+        assume_yes=True,
+        overrides=[*SHRINK, f"tests.rwsw.capture={json.dumps(str(path))}"],
+        stop=lambda: rounds.is_dir() and any(rounds.glob("*.json")),
+    )
+    with pytest.raises(Interrupted):
+        start(req)
+    assert load_run(out).manifest.status == "interrupted"
+    plan = json.loads((out / "tests" / "rwsw-replay" / "test.json").read_text())
+    original = path.read_bytes()
+    assert plan["capture_sha256"] == hashlib.sha256(original).hexdigest()
+    assert plan["capture_size"] == len(original)
+
+    def resume() -> tuple[int, str]:
+        capsys.readouterr()
+        args = ["run", "--resume", str(out), "--yes", "--no-report", "--no-history"]
+        code = cli.main([*args, "--resume-gap", "3600"])
+        return code, capsys.readouterr().err
+
+    # another capture (the same trace, said to come from elsewhere) at the same path
+    wl = tkw.load(path)
+    tkw.write(tmp_path / "other.tkw", tkw.Workload({**wl.header, "tool": "elsewhere"}, wl.trace))
+    os.replace(tmp_path / "other.tkw", path)
+    before = _sums(out)
+    code, err = resume()
+    assert code == 3, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(
+        f"tkbench: error: test rwsw-replay: the workload file {path} is not the one the "
+        "run was planned with: SHA-256 "
+    ), line
+    assert _sums(out) == before
+    path.unlink()
+    code, err = resume()
+    assert code == 3, err
+    assert err.strip().splitlines() == [
+        f"tkbench: error: test rwsw-replay: the workload file {path} is gone: a resumed run "
+        "replays the file it was planned with"
+    ]
+    assert _sums(out) == before
+    # the file as it was: the run goes on to its end
+    path.write_bytes(original)
+    code, err = resume()
+    assert code == 0, err
+    assert load_run(out).manifest.status == "complete"

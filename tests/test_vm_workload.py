@@ -205,7 +205,7 @@ def test_run_profile_rwsw_replays_the_capture_on_another_disk(
     for p in rnd["points"]:
         assert (p["read"]["total_ios"], p["write"]["total_ios"]) == (reads + pad, writes)
         share = 100 * p["read"]["total_ios"] / (p["read"]["total_ios"] + p["write"]["total_ios"])
-        assert share == pytest.approx(workload.reduction["read_pct"], abs=2)
+        assert share == pytest.approx(workload.reduction.read_pct, abs=2)
     host = subprocess.run(
         [sys.executable, "-m", "tkbench", "report", str(out)],
         capture_output=True, text=True, timeout=300, check=False,

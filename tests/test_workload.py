@@ -155,6 +155,23 @@ def test_the_reduction_of_a_known_mix_gives_its_streams_shares_and_rates() -> No
     json.dumps(red)  # JSON types only
 
 
+def test_the_typed_reduction_gives_back_the_json_it_was_read_from() -> None:
+    """tkw.Reduction is read from the JSON a workload file and test.json hold and gives
+    it back key for key, type for type (ints stay ints, an empty summary its samples
+    alone), so files written from it read as before."""
+    tr, _ = mixed_trace()
+    empty = Trace.from_rows([])
+    for red in (reduce.reduce(tr, 128 * MIB, 0.4), reduce.reduce(empty, MIB, 1.0)):
+        typed = tkw.Reduction.parse(json.loads(json.dumps(red)))
+        assert json.dumps(typed.to_json(), sort_keys=True) == json.dumps(red, sort_keys=True)
+    full = tkw.Reduction.parse(reduce.reduce(tr, 128 * MIB, 0.4))
+    assert full.streams[0].ios >= full.streams[-1].ios and full.queue_depth.max == 1
+    assert full.read_latency_us.samples > 0 and typed.read_latency_us.mean is None
+    assert tkw.Reduction.parse({}) == tkw.Reduction()  # a stage's capture holding none
+    with pytest.raises(InputError, match=r"w\.tkw's reduction is not one"):
+        tkw.Reduction.parse({"streams": [{"rw": "read"}]}, "w.tkw")
+
+
 def test_queue_depth_counts_what_is_outstanding_when_each_io_is_issued() -> None:
     rows = [
         (0, 100, 0, 4096, READ),  # done at 100
@@ -223,6 +240,9 @@ def test_too_new_too_old_and_damaged_files_are_one_clear_error() -> None:
         tkw.decode(bytes(flipped), "w.tkw")
     with pytest.raises(InputError, match="not a tkbench workload file"):
         tkw.decode(gzip.compress(b"hello\n{}\n"), "w.tkw")
+    bad = {**workload().header["reduction"], "streams": [{"rw": "read", "bs": "4k"}]}
+    with pytest.raises(InputError, match=r"^w\.tkw is damaged: its header's reduction is not"):
+        tkw.decode(_rewrite(good, {"reduction": bad}), "w.tkw")
 
 
 def test_a_workload_file_is_never_written_over_another_users_file(tmp_path: Path) -> None:
@@ -260,9 +280,12 @@ def test_offsets_are_kept_scaled_or_wrapped_aligned_and_inside_the_target() -> N
 
 
 def test_the_streams_kept_cover_the_asked_share_of_the_ios() -> None:
-    streams = [{"share_ios": s, "id": i} for i, s in enumerate([5.0, 60.0, 30.0, 3.0, 2.0])]
-    assert [s["id"] for s in fiojobs.select_streams(streams, 0.9)] == [1, 2]
-    assert [s["id"] for s in fiojobs.select_streams(streams, 0.95)] == [1, 2, 0]
+    streams = [
+        tkw.Stream("read", 4096 * (i + 1), "rand", 0, 0, s, 0.0)
+        for i, s in enumerate([5.0, 60.0, 30.0, 3.0, 2.0])
+    ]
+    assert [s.bs // 4096 - 1 for s in fiojobs.select_streams(streams, 0.9)] == [1, 2]
+    assert [s.bs // 4096 - 1 for s in fiojobs.select_streams(streams, 0.95)] == [1, 2, 0]
     assert len(fiojobs.select_streams(streams, 1.0)) == 5
     with pytest.raises(InputError):
         fiojobs.select_streams(streams, 0)
@@ -280,11 +303,51 @@ def test_lba_heat_becomes_random_or_zones_of_whole_percentages() -> None:
 def test_the_applied_workload_is_one_job_of_the_main_streams() -> None:
     red = {
         "streams": [
-            {"rw": "read", "bs": 4096, "pattern": "rand", "ios": 600, "share_ios": 60.0},
-            {"rw": "write", "bs": 4096, "pattern": "rand", "ios": 200, "share_ios": 20.0},
-            {"rw": "read", "bs": 65536, "pattern": "seq", "ios": 100, "share_ios": 10.0},
-            {"rw": "write", "bs": 131072, "pattern": "seq", "ios": 50, "share_ios": 5.0},
-            {"rw": "write", "bs": 8192, "pattern": "rand", "ios": 50, "share_ios": 5.0},
+            {
+                "rw": "read",
+                "bs": 4096,
+                "pattern": "rand",
+                "ios": 600,
+                "share_ios": 60.0,
+                "bytes": 0,
+                "share_bytes": 0.0,
+            },
+            {
+                "rw": "write",
+                "bs": 4096,
+                "pattern": "rand",
+                "ios": 200,
+                "share_ios": 20.0,
+                "bytes": 0,
+                "share_bytes": 0.0,
+            },
+            {
+                "rw": "read",
+                "bs": 65536,
+                "pattern": "seq",
+                "ios": 100,
+                "share_ios": 10.0,
+                "bytes": 0,
+                "share_bytes": 0.0,
+            },
+            {
+                "rw": "write",
+                "bs": 131072,
+                "pattern": "seq",
+                "ios": 50,
+                "share_ios": 5.0,
+                "bytes": 0,
+                "share_bytes": 0.0,
+            },
+            {
+                "rw": "write",
+                "bs": 8192,
+                "pattern": "rand",
+                "ios": 50,
+                "share_ios": 5.0,
+                "bytes": 0,
+                "share_bytes": 0.0,
+            },
         ],
         "heat": [1] * 100,
     }

@@ -112,7 +112,7 @@ def test_capture_show_prints_the_streams_and_the_json_has_the_promised_fields(
     assert doc["schema"] == 1 and doc["format"] == tkw.FORMAT
     assert doc["capacity_bytes"] == 64 << 20
     red = w.reduction
-    assert (doc["read_pct"], doc["iops"]) == (red["read_pct"], red["iops"])
+    assert (doc["read_pct"], doc["iops"]) == (red.read_pct, red.iops)
     first = doc["streams"][0]
     assert set(first) >= {"rw", "bs", "pattern", "share_ios", "share_bytes"}
     assert (first["rw"], first["bs"], first["pattern"]) == ("read", 4096, "rand")

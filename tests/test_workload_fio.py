@@ -124,16 +124,16 @@ def test_the_applied_workload_runs_the_main_streams_mix_as_one_job(tmp_path: Pat
     w = captured(4000)
     applied = fiojobs.applied_options(w, coverage=0.9)
     red = w.reduction
-    assert {(s["rw"], s["bs"]) for s in applied.streams} == {
+    assert {(s.rw, s.bs) for s in applied.streams} == {
         ("read", 4096), ("write", 4096), ("write", 131072)
     }  # fmt: skip
     target = target_file(tmp_path, 64 * MIB)
     log = tmp_path / "applied.iolog"
     job = fio(target, applied.options, "--number_ios=6000", "--io_size=10g", f"--write_iolog={log}")
     reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
-    kept = [s for s in red["streams"] if s in applied.streams]
-    held = sum(s["share_ios"] for s in kept)
-    want_read = 100 * sum(s["share_ios"] for s in kept if s["rw"] == "read") / held
+    kept = [s for s in red.streams if s in applied.streams]
+    held = sum(s.share_ios for s in kept)
+    want_read = 100 * sum(s.share_ios for s in kept if s.rw == "read") / held
     assert 100 * reads / (reads + writes) == pytest.approx(want_read, abs=2)
     did = reduce.reduce(read_iolog(log), 64 * MIB, 1.0)
     by_bs: dict[tuple[str, int], float] = {}
@@ -141,11 +141,10 @@ def test_the_applied_workload_runs_the_main_streams_mix_as_one_job(tmp_path: Pat
         key = (s["rw"], s["bs"])
         by_bs[key] = by_bs.get(key, 0.0) + s["share_ios"]
     want_bs: dict[tuple[str, int], float] = {}
-    for s in kept:
-        key = (s["rw"], s["bs"])
-        want_bs[key] = want_bs.get(key, 0.0) + 100 * s["share_ios"] / held
+    for k in kept:
+        want_bs[(k.rw, k.bs)] = want_bs.get((k.rw, k.bs), 0.0) + 100 * k.share_ios / held
     for key, share in want_bs.items():
         assert by_bs[key] == pytest.approx(share, abs=2)
-    want_random = 100 * sum(s["share_ios"] for s in kept if s["pattern"] == "rand") / held
+    want_random = 100 * sum(k.share_ios for k in kept if k.pattern == "rand") / held
     assert did["random_pct"] == pytest.approx(want_random, abs=3)
     assert np.count_nonzero(did["heat"]) > 90  # random over the whole target

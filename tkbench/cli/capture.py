@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +115,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
     dropped = int(workload.header.get("dropped_events", 0))
     if dropped:
         warn(f"blktrace dropped {dropped} events: the trace misses some I/Os")
-    if not red["ios"]:
+    if not red.ios:
         warn(f"no reads or writes on {dev.path} during the capture")
     info(
-        f"workload: {out} ({red['ios']:,} I/Os, {red['read_pct']:.1f} % reads, "
-        f"{red['iops']:,.1f} IOPS, {len(red['streams'])} streams)"
+        f"workload: {out} ({red.ios:,} I/Os, {red.read_pct:.1f} % reads, "
+        f"{red.iops:,.1f} IOPS, {len(red.streams)} streams)"
     )
     return 0
 
@@ -149,7 +149,7 @@ def _bar(seconds: float) -> Iterator[capturemod.Progress | None]:
 
 def show_json(workload: tkw.Workload, path: Path) -> dict[str, Any]:
     """The document of ``capture show --json``."""
-    red = workload.reduction
+    red = workload.header["reduction"]  # as the file holds it
     head = workload.header
     return {
         "schema": SHOW_SCHEMA,
@@ -176,30 +176,30 @@ def cmd_capture_show(args: argparse.Namespace) -> int:
 def format_workload(workload: tkw.Workload) -> str:
     red = workload.reduction
     dev = workload.header["device"]
-    qd, gap = red["queue_depth"], red["interarrival_us"]
+    qd, gap = red.queue_depth, red.interarrival_us
     lines = [
         f"device      {printable(str(dev.get('path')))} "
         f"({human_bytes(int(dev['capacity_bytes']))}), captured "
         f"{printable(str(workload.header.get('captured_at')))} for "
-        f"{format_duration(float(red['duration_s']))}",
-        f"I/Os        {red['ios']:,} ({human_bytes(red['bytes'])}); {red['trims']:,} trims",
-        f"mix         {red['read_pct']:.1f} % reads ({red['read_bytes_pct']:.1f} % of bytes), "
-        f"{red['random_pct']:.1f} % random",
-        f"rate        {red['iops']:,.1f} IOPS, {red['mbps']:,.2f} MB/s",
+        f"{format_duration(red.duration_s)}",
+        f"I/Os        {red.ios:,} ({human_bytes(red.bytes)}); {red.trims:,} trims",
+        f"mix         {red.read_pct:.1f} % reads ({red.read_bytes_pct:.1f} % of bytes), "
+        f"{red.random_pct:.1f} % random",
+        f"rate        {red.iops:,.1f} IOPS, {red.mbps:,.2f} MB/s",
     ]
-    if qd.get("samples"):
-        lines.append(f"queue depth mean {qd['mean']:g}, p99 {qd['p99']:g}, max {qd['max']:g}")
-    if gap.get("samples"):
-        lines.append(f"inter-arrival p50 {gap['p50']:g} us, p99 {gap['p99']:g} us")
-    lines.append(f"LBA heat    {_heat_line(red['heat'])}")
+    if qd.samples:
+        lines.append(f"queue depth mean {qd.mean:g}, p99 {qd.p99:g}, max {qd.max:g}")
+    if gap.samples:
+        lines.append(f"inter-arrival p50 {gap.p50:g} us, p99 {gap.p99:g} us")
+    lines.append(f"LBA heat    {_heat_line(red.heat)}")
     lines += ["", f"{'stream':<24}{'% I/Os':>9}{'% bytes':>9}{'I/Os':>12}"]
-    for s in red["streams"]:
-        name = f"{s['rw']} {format_size(int(s['bs']))} {s['pattern']}"
-        lines.append(f"{name:<24}{s['share_ios']:>9.2f}{s['share_bytes']:>9.2f}{s['ios']:>12,}")
+    for s in red.streams:
+        name = f"{s.rw} {format_size(s.bs)} {s.pattern}"
+        lines.append(f"{name:<24}{s.share_ios:>9.2f}{s.share_bytes:>9.2f}{s.ios:>12,}")
     return "\n".join(lines)
 
 
-def _heat_line(heat: list[int]) -> str:
+def _heat_line(heat: Sequence[int]) -> str:
     total = sum(heat)
     if not total:
         return "no reads or writes"

@@ -26,6 +26,7 @@ from tkbench.conformance.pts import Departure
 from tkbench.kinds.replay import PROCEDURE
 from tkbench.rundir.records import Result, TestPlan
 from tkbench.units import format_size
+from tkbench.workload.tkw import Reduction
 
 SPEC = "SNIA RWSW Performance Test Specification 1.0.5 (2017) / Technical Position (2018), abstract"
 PAPER = "SNIA, Data Center Real World Storage Workloads (2018)"
@@ -47,7 +48,7 @@ class Row:
 
 
 def _completions(plan: TestPlan, result: Result | None, planned: bool) -> list[tuple[str, str]]:
-    if "p50" in plan.capture.get("queue_depth", {}):
+    if Reduction.parse(plan.capture).queue_depth.p50 is not None:
         return []
     return [
         (
@@ -72,7 +73,7 @@ def _whole_trace(plan: TestPlan, result: Result | None, planned: bool) -> list[t
 
 
 def _range(plan: TestPlan, result: Result | None, planned: bool) -> list[tuple[str, str]]:
-    source = int(plan.capture.get("capacity_bytes", 0))
+    source = Reduction.parse(plan.capture).capacity_bytes
     if not source or source == plan.active_bytes:
         return []
     return [

@@ -27,7 +27,7 @@ from tkbench.fio.runner import ClientFio, FioRunner, LocalFio
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import Checks, Manifest, TargetRecord
 from tkbench.rundir.records.base import dump
-from tkbench.rundir.store import RunStore, load_run
+from tkbench.rundir.store import RunStore, TestData, load_run
 from tkbench.targets import open_target
 from tkbench.targets.base import Target
 from tkbench.targets.file import check_direct_io
@@ -162,6 +162,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
     if finish_only:
         RunStore.open(root).log("run resumed: its tests were complete; its checks follow")
         return root, m
+    _prove_inputs(data.tests, prof)
     runner = make_runner(list(m.fio_servers) or req.fio_servers)
     runner.version()
     target = open_target(tspec, create=False)
@@ -187,6 +188,16 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
             store.log(f"target: {line}")
         _log_guarded(guarded, store)
         return root, _execute(req, plan, target, runner, store, progress, guarded)
+
+
+def _prove_inputs(tests: Sequence[TestData], prof: profilemod.Profile) -> None:
+    """Each stored test's own inputs (a replay's workload file) as they were when it was
+    planned, before the resume plans again from them (SafetyError otherwise)."""
+    specs = {s.name: s for s in prof.tests}
+    for t in tests:
+        spec = specs.get(t.plan.spec)
+        if spec is not None:
+            kinds.of_plan(t.plan).prove_resume(t.plan, spec)
 
 
 def stop_leftovers(root: Path, proc_root: Path = Path("/proc"), wait: float = 10.0) -> list[int]:

@@ -109,6 +109,11 @@ class TestType:
         iolog), written there by the engine before fio starts."""
         return {}
 
+    def prove_resume(self, stored: TestPlan, spec: TestSpec) -> None:
+        """Before ``run --resume`` goes on with a stored test of this type (its
+        ``test.json``, its profile's test ``spec``): refuse (SafetyError) when what the
+        test was planned from is no longer what it would run."""
+
     # ------------------------------------------------------------------ tkbench plan
     def describe(self, t: PlannedTest) -> list[str] | None:
         """Every line ``tkbench plan`` prints of the test after its title (None: the

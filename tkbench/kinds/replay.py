@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tkbench.errors import InputError, ProfileError
+from tkbench.errors import InputError, ProfileError, SafetyError
 from tkbench.kinds.base import Context, TestType
 from tkbench.kinds.staged.common import KEYS as STAGED_KEYS
 from tkbench.kinds.staged.common import StagedSpec, stage_spec
@@ -158,12 +158,12 @@ def applied_point(spec: TestSpec, applied: fiojobs.Applied) -> Point:
 
 def unfit_sizes(applied: fiojobs.Applied, sector: int) -> list[int]:
     """Block sizes of the applied workload the target cannot address."""
-    return sorted({int(s["bs"]) for s in applied.streams if int(s["bs"]) % sector})
+    return sorted({s.bs for s in applied.streams if s.bs % sector})
 
 
 def replay_cap(workload: tkw.Workload) -> float:
     """Seconds after which a replay at the captured timing is stopped."""
-    return max(MIN_CAP, SLOWER * float(workload.reduction.get("duration_s", 0.0)))
+    return max(MIN_CAP, SLOWER * workload.reduction.duration_s)
 
 
 class Replay(TestType):
@@ -188,7 +188,7 @@ class Replay(TestType):
                 f"test {spec.name} skipped: the workload's block sizes do not fit "
                 f"{ctx.sector}-byte sectors"
             ]
-        red = workload.reduction
+        red = workload.header["reduction"]  # as the file holds it, into test.json
         point = applied_point(spec, applied)
         spec = dataclasses.replace(
             spec,
@@ -211,7 +211,7 @@ class Replay(TestType):
                 numjobs=1,
                 iodepth=depth,
                 runtime=cap,
-                mix=Mix(round(float(red.get("read_pct", 0.0)))),
+                mix=Mix(round(workload.reduction.read_pct)),
                 bssplit="",
                 zones="",
                 random_pct="",
@@ -234,6 +234,8 @@ class Replay(TestType):
             stage="replay",
             procedure=PROCEDURE,
             capture=red,
+            capture_sha256=workload.sha256,
+            capture_size=workload.size,
         )
         steady = PlannedTest(
             name=f"{spec.name}-applied",
@@ -248,6 +250,8 @@ class Replay(TestType):
             stage="applied",
             procedure=PROCEDURE,
             capture=red,
+            capture_sha256=workload.sha256,
+            capture_size=workload.size,
         )
         # the demand-intensity pair's own stages (DIRTH's grid and operating points),
         # without its preconditioning stage: the applied stage's steady state stands in
@@ -260,6 +264,8 @@ class Replay(TestType):
                     for p in t.points
                 ),
                 capture=red,
+                capture_sha256=workload.sha256,
+                capture_size=workload.size,
                 procedure=PROCEDURE,
                 sample=staged_own(t.spec).sample,
                 response_ceiling=mine.response_ceiling if t.derive_from else 0.0,
@@ -267,6 +273,26 @@ class Replay(TestType):
             for t in (intensity, operating)
         ]
         return [replay, steady, *staged], []
+
+    def prove_resume(self, stored: TestPlan, spec: TestSpec) -> None:
+        """The workload file the stage was planned with, unchanged where it was given (a
+        run made before the file was pinned: not proven)."""
+        if not stored.capture_sha256:
+            return
+        path = own(spec).capture
+        found = tkw.fingerprint(Path(path))
+        if found is None:
+            raise SafetyError(
+                f"test {stored.name}: the workload file {path} is gone: a resumed run "
+                "replays the file it was planned with"
+            )
+        digest, size = found
+        if (digest, size) != (stored.capture_sha256, stored.capture_size):
+            raise SafetyError(
+                f"test {stored.name}: the workload file {path} is not the one the run was "
+                f"planned with: SHA-256 {digest[:12]} ≠ {stored.capture_sha256[:12]} "
+                f"({size} ≠ {stored.capture_size} bytes)"
+            )
 
     def fio_files(self, test: PlannedTest, target: Target) -> dict[str, bytes]:
         """The trace as fio's iolog, on the target (its offsets mapped to the test's
@@ -318,15 +344,15 @@ class Replay(TestType):
         ]
 
     def detail_lines(self, t: PlannedTest) -> list[str]:
-        red = t.capture
-        if not red:
+        if not t.capture:
             return []
+        red = tkw.Reduction.parse(t.capture)
         mine = own(t.spec)
         lines = [
-            f"  workload: {mine.capture} ({int(red.get('ios', 0))} I/Os in "
-            f"{format_duration(float(red.get('duration_s', 0.0)))}, "
-            f"{float(red.get('read_pct', 0.0)):g} % reads, "
-            f"{float(red.get('random_pct', 0.0)):g} % random)"
+            f"  workload: {mine.capture} ({red.ios} I/Os in "
+            f"{format_duration(red.duration_s)}, "
+            f"{red.read_pct:g} % reads, "
+            f"{red.random_pct:g} % random)"
         ]
         if t.stage == "replay":
             lines.append(

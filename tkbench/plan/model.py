@@ -171,6 +171,10 @@ class PlannedTest:
     # a replay test (tkbench.kinds.replay): the captured workload's reduction, as its
     # file holds it (the report's profile of the workload and the replay's reference)
     capture: Mapping[str, Any] = field(default_factory=dict)
+    # ... and the SHA-256 and size of its file when the test was planned, which a resume
+    # proves before it replays the file again ("": not pinned)
+    capture_sha256: str = ""
+    capture_size: int = 0
 
     @classmethod
     def on_own_files(
@@ -302,6 +306,8 @@ class PlannedTest:
             repeat_max=self.spec.repeat_max if self.spec.repeat_until else 0,
             node_size=self.node_size,
             capture=self.capture,
+            capture_sha256=self.capture_sha256,
+            capture_size=self.capture_size,
         )
 
 

@@ -18,7 +18,7 @@ stages.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_size
+from tkbench.workload.tkw import Reduction, Summary
 
 HEADING = "Your workload on this drive"
 PTS_IOPS = "iops"  # the PTS IOPS test's name in the bundled profiles
@@ -97,26 +98,23 @@ class WorkloadChapter:
 PERCENTILES = ("99", "99.9")
 
 
-def _capture_row(red: Mapping[str, Any]) -> ReplayRow:
-    dur = float(red.get("duration_s") or 0.0)
-    tl = red.get("timeline", {})
-    lat = red.get("latency_us", {})
+def _capture_row(red: Reduction) -> ReplayRow:
+    dur = red.duration_s
+    tl = red.timeline
 
-    def ms(d: str) -> tuple[float | None, ...]:
-        s = lat.get(d, {})
-        return tuple(float(s[k]) / 1e3 if k in s else None for k in ("mean", "p99", "p99.9"))
+    def ms(s: Summary) -> tuple[float | None, ...]:
+        return tuple(v / 1e3 if v is not None else None for v in (s.mean, s.p99, s.p99_9))
 
-    step = float(tl.get("interval_s", 1.0))
-    reads = math.fsum(tl.get("read_iops", ())) * step
-    writes = math.fsum(tl.get("write_iops", ())) * step
+    reads = math.fsum(tl.read_iops) * tl.interval_s
+    writes = math.fsum(tl.write_iops) * tl.interval_s
     return ReplayRow(
         what="captured on the server",
-        ios=int(red.get("ios", 0)),
+        ios=red.ios,
         seconds=dur,
         read_iops=reads / dur if dur else 0.0,
         write_iops=writes / dur if dur else 0.0,
-        read_ms=ms("read"),
-        write_ms=ms("write"),
+        read_ms=ms(red.read_latency_us),
+        write_ms=ms(red.write_latency_us),
     )
 
 
@@ -168,28 +166,24 @@ def nearest(bs: float, sizes: Sequence[int]) -> int | None:
     return min(good, key=lambda s: abs(math.log2(s / bs)))
 
 
-def _pts(
-    tests: Sequence[TestData], iops: float | None, red: Mapping[str, Any], read: int
-) -> PtsRow | None:
+def _pts(tests: Sequence[TestData], iops: float | None, red: Reduction, read: int) -> PtsRow | None:
     """The PTS IOPS test's window IOPS at the block size nearest the workload's most
     frequent one and the mix nearest its read share."""
     pts = next((x for x in tests if x.plan.spec == PTS_IOPS and not x.plan.procedure), None)
-    streams = red.get("streams", [])
+    streams = red.streams
     if pts is None or iops is None or not streams:
         return None
     means = point_means(window_records(pts.rounds, window(pts)))
     if not means:
         return None
-    top = max(streams, key=lambda s: int(s["ios"]))
-    bs = nearest(float(top["bs"]), [k[0] for k in means])
+    top = max(streams, key=lambda s: s.ios)
+    bs = nearest(float(top.bs), [k[0] for k in means])
     if bs is None:
         return None
     mix = min((k[1] for k in means if k[0] == bs), key=lambda r: abs(r - read))
     return PtsRow(
         workload_iops=iops,
-        workload_what=(
-            f"the applied workload ({mix_label(read)}, mostly {format_size(int(top['bs']))})"
-        ),
+        workload_what=(f"the applied workload ({mix_label(read)}, mostly {format_size(top.bs)})"),
         pts_iops=means[(bs, mix)].iops,
         pts_what=f"PTS IOPS, {format_size(bs)} random {mix_label(mix)}",
     )
@@ -200,7 +194,7 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
     plan = t.plan
     if plan.procedure != PROCEDURE or plan.stage != "replay" or not plan.capture:
         return None
-    red = plan.capture
+    red = Reduction.parse(plan.capture, f"test {plan.name}'s capture")
     applied_test = _stage(tests, plan.spec, "applied")
     chosen = applied_test.plan.points[0] if applied_test and applied_test.plan.points else None
     bssplit = chosen.bssplit if chosen is not None else ""
@@ -214,29 +208,29 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
         sizes = {("read" if chosen and chosen.read_pct else "write", b) for _, b in sizes}
     rows = tuple(
         StreamRow(
-            rw=str(s["rw"]),
-            bs=int(s["bs"]),
-            pattern=str(s["pattern"]),
-            share_ios=float(s["share_ios"]),
-            share_bytes=float(s["share_bytes"]),
-            ios=int(s["ios"]),
-            applied=(str(s["rw"]), int(s["bs"])) in sizes,
+            rw=s.rw,
+            bs=s.bs,
+            pattern=s.pattern,
+            share_ios=s.share_ios,
+            share_bytes=s.share_bytes,
+            ios=s.ios,
+            applied=(s.rw, s.bs) in sizes,
         )
-        for s in red.get("streams", [])
+        for s in red.streams
     )
-    qd = red.get("queue_depth", {})
+    qd = red.queue_depth
     text = [
-        f"The workload was captured for {fmt.duration(float(red.get('duration_s', 0.0)))}: "
-        f"{int(red.get('ios', 0)):,} reads and writes ({float(red.get('read_pct', 0.0)):g} % "
-        f"reads, {float(red.get('random_pct', 0.0)):g} % random), "
-        f"{fmt.sig(float(red.get('iops', 0.0)))} IOPS and {fmt.sig(float(red.get('mbps', 0.0)))} "
+        f"The workload was captured for {fmt.duration(red.duration_s)}: "
+        f"{red.ios:,} reads and writes ({red.read_pct:g} % "
+        f"reads, {red.random_pct:g} % random), "
+        f"{fmt.sig(red.iops)} IOPS and {fmt.sig(red.mbps)} "
         f"MB/s on average"
         + (
-            f", queue depth {qd['p50']:g} (median) to {qd['max']:g}"
-            if "p50" in qd and "max" in qd
+            f", queue depth {qd.p50:g} (median) to {qd.max:g}"
+            if qd.p50 is not None and qd.max is not None
             else ", no queue depth (the capture saw no completions)"
         )
-        + f", on a device of {fmt.capacity(int(red.get('capacity_bytes', 0)))}."
+        + f", on a device of {fmt.capacity(red.capacity_bytes)}."
     ]
     replays: list[ReplayRow] = [_capture_row(red)]
     rnd = t.rounds[-1] if t.rounds else None
@@ -268,15 +262,14 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
         )
     inten = _stage(tests, plan.spec, "intensity")
     oper = _stage(tests, plan.spec, "operating")
-    tl = red.get("timeline", {})
     return WorkloadChapter(
         heading=HEADING,
         text=tuple(text),
         streams=rows,
-        timeline_s=float(tl.get("interval_s", 1.0)),
-        read_iops=tuple(float(v) for v in tl.get("read_iops", ())),
-        write_iops=tuple(float(v) for v in tl.get("write_iops", ())),
-        heat=tuple(int(v) for v in red.get("heat", ())),
+        timeline_s=red.timeline.interval_s,
+        read_iops=red.timeline.read_iops,
+        write_iops=red.timeline.write_iops,
+        heat=red.heat,
         replays=tuple(replays),
         applied=applied,
         applied_iops=applied_iops,

@@ -19,13 +19,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from tkbench.errors import InputError
 from tkbench.fiovalue import check_value
-from tkbench.workload.tkw import Workload
+from tkbench.workload.tkw import Stream, Workload
 from tkbench.workload.trace import DIRECTIONS
 
 MAPPINGS = ("keep", "scale", "wrap")
@@ -74,7 +73,7 @@ def map_offsets(
 
 def replay_depth(workload: Workload) -> int:
     """The replay's ``iodepth``: the largest queue depth the capture saw (1 to 256)."""
-    depth = int(workload.reduction.get("queue_depth", {}).get("max", 1) or 1)
+    depth = int(workload.reduction.queue_depth.max or 1)
     return max(1, min(depth, MAX_QUEUE_DEPTH))
 
 
@@ -152,24 +151,22 @@ class Applied:
     """The applied workload: its job options and the streams it was made of."""
 
     options: dict[str, object]
-    streams: list[dict[str, Any]]
+    streams: list[Stream]
     coverage_pct: float  # of the captured reads' and writes' I/Os
 
 
-def select_streams(
-    streams: Sequence[dict[str, Any]], coverage: float = DEFAULT_COVERAGE
-) -> list[dict[str, Any]]:
+def select_streams(streams: Sequence[Stream], coverage: float = DEFAULT_COVERAGE) -> list[Stream]:
     """The most frequent streams until they hold at least ``coverage`` of the I/Os."""
     if not 0 < coverage <= 1:
         raise InputError(f"stream coverage {coverage}: give more than 0 and at most 1")
-    ranked = sorted(streams, key=lambda s: -float(s["share_ios"]))
-    chosen: list[dict[str, Any]] = []
+    ranked = sorted(streams, key=lambda s: -s.share_ios)
+    chosen: list[Stream] = []
     held = 0.0
     for s in ranked:
         if held >= coverage * 100 - 1e-9:
             break
         chosen.append(s)
-        held += float(s["share_ios"])
+        held += s.share_ios
     return chosen
 
 
@@ -198,19 +195,19 @@ def zoned(heat: Sequence[int]) -> str:
 def applied_options(workload: Workload, coverage: float = DEFAULT_COVERAGE) -> Applied:
     """One fio job applying the workload's main streams (see the module's docstring)."""
     red = workload.reduction
-    chosen = select_streams(red["streams"], coverage)
+    chosen = select_streams(red.streams, coverage)
     if not chosen:
         raise InputError("the workload has no reads or writes to apply")
-    by_dir: dict[str, list[dict[str, Any]]] = {"read": [], "write": []}
+    by_dir: dict[str, list[Stream]] = {"read": [], "write": []}
     for s in chosen:
-        by_dir[s["rw"]].append(s)
-    ios = {d: sum(s["ios"] for s in ss) for d, ss in by_dir.items()}
+        by_dir[s.rw].append(s)
+    ios = {d: sum(s.ios for s in ss) for d, ss in by_dir.items()}
     splits: list[str] = []
     random_pct: list[str] = []
     for d in ("read", "write"):
         sizes: dict[int, int] = {}
         for s in by_dir[d]:
-            sizes[int(s["bs"])] = sizes.get(int(s["bs"]), 0) + int(s["ios"])
+            sizes[s.bs] = sizes.get(s.bs, 0) + s.ios
         if not sizes:
             splits.append("")
             random_pct.append("0")
@@ -218,7 +215,7 @@ def applied_options(workload: Workload, coverage: float = DEFAULT_COVERAGE) -> A
         bss = sorted(sizes)
         shares = percentages([sizes[b] for b in bss])
         splits.append(":".join(f"{b}/{p}" for b, p in zip(bss, shares, strict=True)))
-        rand = sum(s["ios"] for s in by_dir[d] if s["pattern"] == "rand")
+        rand = sum(s.ios for s in by_dir[d] if s.pattern == "rand")
         random_pct.append(str(round(100 * rand / ios[d])))
     total = ios["read"] + ios["write"]
     rw = "randrw" if ios["read"] and ios["write"] else "randread" if ios["read"] else "randwrite"
@@ -234,6 +231,6 @@ def applied_options(workload: Workload, coverage: float = DEFAULT_COVERAGE) -> A
         one = 0 if rw == "randread" else 1
         options["bssplit"] = splits[one]
         options["percentage_random"] = random_pct[one]
-    options["random_distribution"] = zoned(red["heat"])
-    held = sum(float(s["share_ios"]) for s in chosen)
+    options["random_distribution"] = zoned(red.heat)
+    held = sum(s.share_ios for s in chosen)
     return Applied(options, chosen, round(held, 3))

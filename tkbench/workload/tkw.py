@@ -19,12 +19,15 @@ over another user's file or a run directory's records).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import json
 import os
 import stat
 import zlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +55,175 @@ WHAT = "workload file"
 
 
 @dataclass(frozen=True)
+class Stream:
+    """One I/O stream of a reduction: direction, block size (bytes), pattern (``rand`` or
+    ``seq``), its I/Os and bytes and its shares (percent) of the reads' and writes'."""
+
+    rw: str
+    bs: int
+    pattern: str
+    ios: int
+    bytes: int
+    share_ios: float
+    share_bytes: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A distribution as :mod:`.reduce` summarises it (values None when it has no
+    samples)."""
+
+    samples: int = 0
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """IOPS and MB/s per ``interval_s`` seconds, reads and writes apart."""
+
+    interval_s: float = 1.0
+    read_iops: tuple[float, ...] = ()
+    write_iops: tuple[float, ...] = ()
+    read_mbps: tuple[float, ...] = ()
+    write_mbps: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A workload's reduction (:func:`.reduce.reduce`), typed: read once from the JSON
+    a workload file's header or a replay stage's ``test.json`` (``capture``) holds, by
+    :meth:`parse`; :meth:`to_json` gives that JSON back."""
+
+    ios: int = 0
+    bytes: int = 0
+    trims: int = 0
+    trim_bytes: int = 0
+    duration_s: float = 0.0
+    capacity_bytes: int = 0
+    read_pct: float = 0.0
+    read_bytes_pct: float = 0.0
+    random_pct: float = 0.0
+    iops: float = 0.0
+    mbps: float = 0.0
+    streams: tuple[Stream, ...] = ()
+    timeline: Timeline = Timeline()
+    queue_depth: Summary = Summary()
+    queue_depth_share: Mapping[int, float] = field(default_factory=dict)  # % of I/Os per depth
+    interarrival_us: Summary = Summary()
+    read_latency_us: Summary = Summary()
+    write_latency_us: Summary = Summary()
+    heat: tuple[int, ...] = ()  # reads and writes per 1 % of the capacity
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], name: str = "its header") -> Reduction:
+        """The reduction in ``data`` (keys it lacks take their defaults: a stored
+        ``capture`` may hold a part); :class:`InputError` naming what is wrong."""
+        try:
+            tl = dict(data.get("timeline", {}))
+            qd = dict(data.get("queue_depth", {}))
+            lat = dict(data.get("latency_us", {}))
+            return cls(
+                ios=int(data.get("ios", 0)),
+                bytes=int(data.get("bytes", 0)),
+                trims=int(data.get("trims", 0)),
+                trim_bytes=int(data.get("trim_bytes", 0)),
+                capacity_bytes=int(data.get("capacity_bytes", 0)),
+                duration_s=float(data.get("duration_s", 0.0)),
+                read_pct=float(data.get("read_pct", 0.0)),
+                read_bytes_pct=float(data.get("read_bytes_pct", 0.0)),
+                random_pct=float(data.get("random_pct", 0.0)),
+                iops=float(data.get("iops", 0.0)),
+                mbps=float(data.get("mbps", 0.0)),
+                streams=tuple(
+                    Stream(
+                        rw=str(s["rw"]),
+                        bs=int(s["bs"]),
+                        pattern=str(s["pattern"]),
+                        ios=int(s["ios"]),
+                        bytes=int(s["bytes"]),
+                        share_ios=float(s["share_ios"]),
+                        share_bytes=float(s["share_bytes"]),
+                    )
+                    for s in data.get("streams", ())
+                ),
+                timeline=Timeline(
+                    float(tl.get("interval_s", 1.0)),
+                    *(tuple(float(v) for v in tl.get(k, ())) for k in _SERIES),
+                ),
+                queue_depth=_summary(qd),
+                queue_depth_share={int(k): float(v) for k, v in qd.get("share", {}).items()},
+                interarrival_us=_summary(data.get("interarrival_us", {})),
+                read_latency_us=_summary(lat.get("read", {})),
+                write_latency_us=_summary(lat.get("write", {})),
+                heat=tuple(int(v) for v in data.get("heat", ())),
+            )
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise InputError(f"{name}'s reduction is not one ({exc!r})") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reduction as JSON, as :func:`.reduce.reduce` made it."""
+        return {
+            **{k: getattr(self, k) for k in (*_INTS, *_FLOATS)},
+            "streams": [dataclasses.asdict(s) for s in self.streams],
+            "timeline": {
+                "interval_s": self.timeline.interval_s,
+                **{k: list(getattr(self.timeline, k)) for k in _SERIES},
+            },
+            "queue_depth": {
+                **_summary_json(self.queue_depth),
+                "share": {str(k): v for k, v in self.queue_depth_share.items()},
+            },
+            "interarrival_us": _summary_json(self.interarrival_us),
+            "latency_us": {
+                "read": _summary_json(self.read_latency_us),
+                "write": _summary_json(self.write_latency_us),
+            },
+            "heat": list(self.heat),
+        }
+
+
+_INTS = ("ios", "bytes", "trims", "trim_bytes", "capacity_bytes")
+_FLOATS = ("duration_s", "read_pct", "read_bytes_pct", "random_pct", "iops", "mbps")
+_SERIES = ("read_iops", "write_iops", "read_mbps", "write_mbps")
+# a summary's keys in its JSON, by field
+_SUMMARY = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"),
+            ("p99_9", "p99.9"), ("max", "max"))  # fmt: skip
+
+
+def _summary(data: Mapping[str, Any]) -> Summary:
+    return Summary(
+        int(data.get("samples", 0)), *(float(data[k]) if k in data else None for _, k in _SUMMARY)
+    )
+
+
+def _summary_json(s: Summary) -> dict[str, Any]:
+    return {
+        "samples": s.samples,
+        **{k: getattr(s, f) for f, k in _SUMMARY if getattr(s, f) is not None},
+    }
+
+
+@dataclass(frozen=True)
 class Workload:
     """A workload file's contents: its header (with the reduction) and its trace."""
 
     header: dict[str, Any]
     trace: Trace
+    # the SHA-256 (hex) and size of the bytes it was read from ("" and 0: not read),
+    # which a run pins so that its resume replays the same file
+    sha256: str = ""
+    size: int = 0
 
-    @property
-    def reduction(self) -> dict[str, Any]:
-        return dict(self.header["reduction"])
+    # its header's reduction, read once
+    reduction: Reduction = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reduction", Reduction.parse(self.header["reduction"]))
 
     @property
     def capacity_bytes(self) -> int:
@@ -120,7 +283,11 @@ def decode(data: bytes, name: str = "workload file") -> Workload:
             f"{name} has workload format {version}, older than this tkbench reads "
             f"({OLDEST} to {FORMAT}): capture the workload again"
         )
-    return Workload(header, _columns(raw[end + 1 :], header, name))
+    trace = _columns(raw[end + 1 :], header, name)
+    try:
+        return Workload(header, trace, hashlib.sha256(data).hexdigest(), len(data))
+    except InputError as exc:
+        raise InputError(f"{name} is damaged: {exc}") from None
 
 
 def _columns(body: bytes, header: dict[str, Any], name: str) -> Trace:
@@ -158,3 +325,19 @@ def load(path: Path) -> Workload:
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     return decode(data, str(path))
+
+
+def fingerprint(path: Path) -> tuple[str, int] | None:
+    """The SHA-256 (hex) and size of the file at ``path`` as it is now (None: there is
+    no regular file there, or it cannot be read)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        digest, size = hashlib.sha256(), 0
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        return digest.hexdigest(), size
+    except OSError:
+        return None

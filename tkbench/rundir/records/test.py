@@ -86,8 +86,9 @@ class TestPlan(Record):
     version 3, written only when they say something (so no version step: older
     readers lose nothing they knew): ``workload.sync``, ``workload.compress_percentage``
     and ``workload.drop_caches``, each point's ``cache`` (tkbench.cache) and
-    ``node_size`` (a virtual-file test); a replay test's ``capture`` and its points'
-    ``random_pct``, ``iolog`` and ``replay``."""
+    ``node_size`` (a virtual-file test); a replay test's ``capture``, its workload
+    file's ``capture_sha256`` and ``capture_size``, and its points' ``random_pct``,
+    ``iolog`` and ``replay``."""
 
     VERSION = 3
     __test__ = False  # not a pytest test class, whatever its name
@@ -130,6 +131,10 @@ class TestPlan(Record):
     # a replay test (tkbench.kinds.replay): the captured workload's reduction (the
     # JSON of ``tkbench capture show --json`` without its schema)
     capture: Mapping[str, Any] = field(default_factory=dict, metadata=OMIT)
+    # ... and the SHA-256 (hex) and size of its workload file when the test was planned
+    # (absent in runs before they were pinned: a resume then cannot prove the file)
+    capture_sha256: str = field(default="", metadata=OMIT)
+    capture_size: int = field(default=0, metadata=OMIT)
 
     @property
     def block_sizes(self) -> list[int]:
