@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tkbench import cache
 from tkbench.plan.model import PlannedTest, Point
+from tkbench.profile.model import FamilySpec
 
 if TYPE_CHECKING:
     from tkbench.analysis.figure import Figure
@@ -76,10 +77,15 @@ class TestType:
     # choose their own)
     needs_tracking = True
 
+    # its own keys' class on ``TestSpec.family`` (None: a type without one, which says
+    # itself which tests are its own)
+    family: type[FamilySpec] | None = None
+
     # ------------------------------------------------------------------ recognising
     def claims(self, spec: TestSpec) -> bool:
-        """Whether a profile's test is of this type."""
-        raise NotImplementedError
+        """Whether a profile's test is of this type (by default: its keys are of the
+        type's :attr:`family`)."""
+        return self.family is not None and isinstance(spec.family, self.family)
 
     def stored(self, plan: TestPlan) -> bool:
         """Whether a stored test (its ``test.json``) is of this type."""
@@ -89,7 +95,7 @@ class TestType:
         """Whether a profile's test, as its keys stand after every type's check
         (:data:`tkbench.kinds.CHECKS`), is of this type (a type that does not say
         claims none, and the basic type's answers stand for its tests)."""
-        return False
+        return self.family is not None and isinstance(t.get("family"), self.family)
 
     # ------------------------------------------------------------------ planning
     def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:

@@ -310,17 +310,12 @@ class Copy(TestType):
     (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
 
     name = "copy"
+    family = CopySpec
     report_part = "copy"  # tkbench.report.parts
     runs_fio = False
     addresses_target = False  # its sources and copies, not the ActiveRange
     takes_cache = False  # its sources start cold, its copies go through the page cache
     no_cache_why = "a copy test does not take a cache state"
-
-    def claims(self, spec: TestSpec) -> bool:
-        return isinstance(spec.family, CopySpec)
-
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
-        return isinstance(t.get("family"), CopySpec)
 
     def cache_states(self, plan: TestPlan) -> list[str]:
         return []  # its executor handles the cache (tkbench.kinds.copyrun)

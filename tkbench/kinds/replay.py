@@ -171,10 +171,8 @@ class Replay(TestType):
     thread counts and queue depths."""
 
     name = "replay"
+    family = ReplaySpec
     report_part = "workload"  # tkbench.report.parts: its stages and its own chapter
-
-    def claims(self, spec: TestSpec) -> bool:
-        return isinstance(spec.family, ReplaySpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure == PROCEDURE

@@ -196,6 +196,7 @@ class Sweep(TestType):
     """A bulk-I/O sweep: its cells are buffer size x count x mode on one shared file."""
 
     name = "sweep"
+    family = SweepSpec
     report_part = "sweep"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
@@ -204,12 +205,6 @@ class Sweep(TestType):
     no_cache_why = "a bulk-I/O sweep is always cold"
     unstated_cache = "cold"  # its points ran cold before they stated it
     repeats_until = False
-
-    def claims(self, spec: TestSpec) -> bool:
-        return isinstance(spec.family, SweepSpec)
-
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
-        return isinstance(t.get("family"), SweepSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_sweep(plan)

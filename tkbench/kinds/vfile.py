@@ -193,16 +193,11 @@ class Vfile(TestType):
     shared database file."""
 
     name = "vfile"
+    family = VfileSpec
     report_part = "vfile"  # tkbench.report.parts
     files_per_job = False
     own_tables = True
     loads_per_point = True
-
-    def claims(self, spec: TestSpec) -> bool:
-        return isinstance(spec.family, VfileSpec)
-
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
-        return isinstance(t.get("family"), VfileSpec)
 
     def stored(self, plan: TestPlan) -> bool:
         return is_vfile(plan)
