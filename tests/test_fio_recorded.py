@@ -129,8 +129,8 @@ CLAT = (*READ, "clat_ns")
         ((*READ, "runtime"), {}, "fio JSON job 'x' read.runtime is not a number: {}"),
         (READ, 5, "fio JSON job 'x' read is not an object"),
         (CLAT, [], "fio JSON job 'x' read.clat_ns is not an object"),
-        ((*CLAT, "mean"), "x", "fio JSON job 'x' read.mean is not a number: 'x'"),
-        ((*CLAT, "N"), "x", "fio JSON job 'x' read.N is not a number: 'x'"),
+        ((*CLAT, "mean"), "x", "fio JSON job 'x' read.clat_ns.mean is not a number: 'x'"),
+        ((*CLAT, "N"), "x", "fio JSON job 'x' read.clat_ns.N is not a number: 'x'"),
         ((*CLAT, "percentile"), {"abc": 1}, "fio JSON job 'x' read: bad percentile key 'abc'"),
         (
             (*CLAT, "percentile"),

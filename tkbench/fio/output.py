@@ -1,6 +1,14 @@
 """Parse fio's JSON / json+ output, robustly across fio versions.
 
 Pure functions, no I/O.  See docs/fio-json.md for the version differences handled.
+
+A result field that is one key of fio's JSON names that key in its metadata
+(``fio``); :func:`_read` fills every such field of a class from its key, read as the
+field's type says with the rules fio's versions need (:data:`_TYPED`): a key fio did
+not write leaves the field's default, a count may come as a float (fio 2.x), text
+and option values are taken as text.  What needs more than one key or fio's version
+(units, the bandwidth without ``bw_bytes``, percentiles, histogram bins, the CPU) is
+worked out by the functions below it.
 """
 
 from __future__ import annotations
@@ -8,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_type_hints
 
 from tkbench.errors import FioJobError, FioParseError
 
@@ -31,28 +40,35 @@ _US_STYLE_KEYS = ("slat", "clat", "lat")
 _EXCERPT_CHARS = 80
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _fio(key: str) -> dict[str, str]:
+    """A field's metadata: the field is fio's key ``key`` (see :func:`_read`)."""
+    return {"fio": key}
 
 
 @dataclass(frozen=True)
 class LatStats:
     """Latency summary in nanoseconds (fio 2.x microseconds are converted)."""
 
-    mean: float = 0.0
-    min: float = 0.0
-    max: float = 0.0
-    stddev: float = 0.0
-    samples: int | None = None
+    mean: float = field(default=0.0, metadata=_fio("mean"))
+    min: float = field(default=0.0, metadata=_fio("min"))
+    max: float = field(default=0.0, metadata=_fio("max"))
+    stddev: float = field(default=0.0, metadata=_fio("stddev"))
+    samples: int | None = field(default=None, metadata=_fio("N"))
 
 
 @dataclass(frozen=True)
 class DirStats:
     """One I/O direction (read, write or trim) of one job entry."""
 
-    io_bytes: int = 0  # bytes (fio 2.x reports KiB here: converted)
-    total_ios: int | None = None
-    iops: float = 0.0
-    bw_bytes: float = 0.0  # bytes per second
-    runtime_ms: float = 0.0
+    io_bytes: int = field(default=0, metadata=_fio("io_bytes"))  # fio 2.x: KiB, converted
+    total_ios: int | None = field(default=None, metadata=_fio("total_ios"))
+    iops: float = field(default=0.0, metadata=_fio("iops"))
+    # bytes per second (fio 2.x has only "bw" in KiB/s: converted)
+    bw_bytes: float = field(default=0.0, metadata=_fio("bw_bytes"))
+    runtime_ms: float = field(default=0.0, metadata=_fio("runtime"))
     lat: LatStats = field(default_factory=LatStats)  # total latency (submission + completion)
     clat: LatStats = field(default_factory=LatStats)
     slat: LatStats = field(default_factory=LatStats)
@@ -75,18 +91,18 @@ class DirStats:
 class JobStats:
     """One entry of ``jobs`` (or ``client_stats``)."""
 
-    name: str
-    groupid: int = 0
-    error: int = 0
+    name: str  # "jobname"; "#0"... where fio gave none
+    groupid: int = field(default=0, metadata=_fio("groupid"))
+    error: int = field(default=0, metadata=_fio("error"))
     read: DirStats = field(default_factory=DirStats)
     write: DirStats = field(default_factory=DirStats)
     trim: DirStats = field(default_factory=DirStats)
-    job_runtime_ms: float | None = None
-    elapsed_s: float | None = None
-    hostname: str | None = None
-    port: int | None = None
-    options: dict[str, str] = field(default_factory=dict)  # "job options"
-    job_start_ms: int | None = None  # epoch ms (fio >= 3.35)
+    job_runtime_ms: float | None = field(default=None, metadata=_fio("job_runtime"))
+    elapsed_s: float | None = field(default=None, metadata=_fio("elapsed"))
+    hostname: str | None = field(default=None, metadata=_fio("hostname"))
+    port: int | None = field(default=None, metadata=_fio("port"))
+    options: dict[str, str] = field(default_factory=dict, metadata=_fio("job options"))
+    job_start_ms: int | None = field(default=None, metadata=_fio("job_start"))  # fio >= 3.35
     # unified_rw_reporting: fio reports reads, writes and trims together as "mixed"
     mixed: DirStats = field(default_factory=DirStats)
     # the host CPU fio's threads used, percent of one CPU (usr_cpu + sys_cpu; with group
@@ -110,15 +126,17 @@ class JobStats:
 class FioOutput:
     """A whole fio JSON document."""
 
-    fio_version: str
-    jobs: list[JobStats]  # per-job entries; in client/server mode the per-client entries
-    timestamp: int | None = None
-    timestamp_ms: int | None = None
-    global_options: dict[str, str] = field(default_factory=dict)
+    fio_version: str = field(default="", metadata=_fio("fio version"))
+    # per-job entries; in client/server mode the per-client entries
+    jobs: list[JobStats] = field(default_factory=list)
+    timestamp: int | None = field(default=None, metadata=_fio("timestamp"))
+    timestamp_ms: int | None = field(default=None, metadata=_fio("timestamp_ms"))
+    global_options: dict[str, str] = field(default_factory=dict, metadata=_fio("global options"))
     aggregate: JobStats | None = None  # the "All clients" entry in client/server mode
     client_server: bool = False
     preamble: str = ""  # any text fio printed before the JSON document
-    disk_util: list[dict[str, object]] = field(default_factory=list)
+    # the block devices' statistics as fio wrote them (tkbench reads none of them)
+    disk_util: list[dict[str, object]] = field(default_factory=list, metadata=_fio("disk_util"))
     trailer: str = ""  # any text after the document (e.g. an unfinished later document)
 
 
@@ -200,8 +218,8 @@ def _excerpt(text: str, tail: bool = False) -> str:
 
 
 def _output_from_doc(doc: dict[str, Any], preamble: str, trailer: str) -> FioOutput:
-    version = str(doc.get("fio version", ""))
-    vtuple = _version_tuple(version)
+    head = _read(FioOutput, doc, "document", preamble=preamble, trailer=trailer)
+    vtuple = _version_tuple(head.fio_version)
     client_server = not isinstance(doc.get("jobs"), list)
     entries = doc["client_stats"] if client_server else doc["jobs"]
     jobs: list[JobStats] = []
@@ -212,18 +230,7 @@ def _output_from_doc(doc: dict[str, Any], preamble: str, trailer: str) -> FioOut
             aggregate = job
         else:
             jobs.append(job)
-    return FioOutput(
-        fio_version=version,
-        jobs=jobs,
-        timestamp=_opt_int(doc, "timestamp", "document"),
-        timestamp_ms=_opt_int(doc, "timestamp_ms", "document"),
-        global_options=_options(doc.get("global options")),
-        aggregate=aggregate,
-        client_server=client_server,
-        preamble=preamble,
-        disk_util=_disk_util(doc.get("disk_util")),
-        trailer=trailer,
-    )
+    return replace(head, jobs=jobs, aggregate=aggregate, client_server=client_server)
 
 
 def _version_tuple(version: str) -> tuple[int, int] | None:
@@ -240,28 +247,11 @@ def _job_from_entry(entry: object, index: int, vtuple: tuple[int, int] | None) -
         raise FioParseError(f"fio JSON job entry #{index} is not an object")
     name = str(entry.get("jobname", f"#{index}"))
     where = f"job {name!r}"
-    hostname = entry.get("hostname")
     dirs = {
         d: _dir_from_obj(entry.get(d), vtuple, f"{where} {d}")
         for d in ("read", "write", "trim", "mixed")
     }
-    return JobStats(
-        name=name,
-        groupid=_int(entry, "groupid", where),
-        error=_int(entry, "error", where),
-        read=dirs["read"],
-        write=dirs["write"],
-        trim=dirs["trim"],
-        mixed=dirs["mixed"],
-        job_runtime_ms=_opt_float(entry, "job_runtime", where),
-        elapsed_s=_opt_float(entry, "elapsed", where),
-        hostname=None if hostname is None else str(hostname),
-        port=_opt_int(entry, "port", where),
-        options=_options(entry.get("job options")),
-        job_start_ms=_opt_int(entry, "job_start", where),
-        cpu_pct=_cpu_pct(entry),
-        raw=entry,
-    )
+    return _read(JobStats, entry, where, name=name, **dirs, cpu_pct=_cpu_pct(entry), raw=entry)
 
 
 def _cpu_pct(entry: Mapping[str, Any]) -> float:
@@ -276,24 +266,22 @@ def _dir_from_obj(obj: object, vtuple: tuple[int, int] | None, where: str) -> Di
         return DirStats()
     if not isinstance(obj, dict):
         raise FioParseError(f"fio JSON {where} is not an object")
-    io_bytes = _int(obj, "io_bytes", where)
-    if _io_bytes_in_kib(obj, vtuple):
-        io_bytes *= 1024
-    runtime_ms = _float(obj, "runtime", where)
-    total_ios = _opt_int(obj, "total_ios", where)
-    did_io = io_bytes > 0 or (total_ios or 0) > 0
-    clat_obj, clat_scale = _lat_object(obj, "clat", where)
-    lat_obj, lat_scale = _lat_object(obj, "lat", where)
-    slat_obj, slat_scale = _lat_object(obj, "slat", where)
-    return DirStats(
+    counted = _read(DirStats, obj, where)  # as fio wrote them, in its version's units
+    io_bytes = counted.io_bytes * 1024 if _io_bytes_in_kib(obj, vtuple) else counted.io_bytes
+    did_io = io_bytes > 0 or (counted.total_ios or 0) > 0
+    bw_bytes = counted.bw_bytes
+    if "bw_bytes" not in obj:  # fio 2.x
+        bw_bytes = _bw_bytes(obj, io_bytes, counted.runtime_ms, where)
+    clat_obj, clat_scale, clat_at = _lat_object(obj, "clat", where)
+    lat_obj, lat_scale, lat_at = _lat_object(obj, "lat", where)
+    slat_obj, slat_scale, slat_at = _lat_object(obj, "slat", where)
+    return replace(
+        counted,
         io_bytes=io_bytes,
-        total_ios=total_ios,
-        iops=_float(obj, "iops", where),
-        bw_bytes=_bw_bytes(obj, io_bytes, runtime_ms, where),
-        runtime_ms=runtime_ms,
-        lat=_lat_stats(lat_obj, lat_scale, where),
-        clat=_lat_stats(clat_obj, clat_scale, where),
-        slat=_lat_stats(slat_obj, slat_scale, where),
+        bw_bytes=bw_bytes,
+        lat=_lat_stats(lat_obj, lat_scale, lat_at),
+        clat=_lat_stats(clat_obj, clat_scale, clat_at),
+        slat=_lat_stats(slat_obj, slat_scale, slat_at),
         percentiles=_percentiles(clat_obj, clat_scale, did_io, where),
         bins=_bins(clat_obj, clat_scale, where),
         lat_percentiles=_percentiles(lat_obj, lat_scale, did_io, where),
@@ -311,34 +299,35 @@ def _io_bytes_in_kib(obj: Mapping[str, Any], vtuple: tuple[int, int] | None) -> 
 
 
 def _bw_bytes(obj: Mapping[str, Any], io_bytes: int, runtime_ms: float, where: str) -> float:
-    if "bw_bytes" in obj:
-        return _float(obj, "bw_bytes", where)
+    """The bandwidth in bytes/s where fio wrote no "bw_bytes"."""
     if io_bytes > 0 and runtime_ms > 0:
         return io_bytes * 1000.0 / runtime_ms  # what fio 3.x computes for bw_bytes
     return _float(obj, "bw", where) * 1024.0  # "bw" is KiB/s in every version
 
 
-def _lat_object(obj: Mapping[str, Any], kind: str, where: str) -> tuple[dict[str, Any], int]:
-    """The latency object ``kind`` ("clat"...) and the factor that turns it into ns."""
+def _lat_object(obj: Mapping[str, Any], kind: str, where: str) -> tuple[dict[str, Any], int, str]:
+    """The latency object ``kind`` ("clat"...), the factor that turns it into ns and
+    where it is (for messages).  fio before 2.99 wrote "clat" in microseconds."""
     for key, scale in ((f"{kind}_ns", 1), (kind, _NS_PER_US)):
         value = obj.get(key)
         if value is None:
             continue
         if not isinstance(value, dict):
             raise FioParseError(f"fio JSON {where}.{key} is not an object")
-        return value, scale
-    return {}, 1
+        return value, scale, f"{where}.{key}"
+    return {}, 1, where
 
 
 def _lat_stats(obj: Mapping[str, Any], scale: int, where: str) -> LatStats:
     if not obj:
         return LatStats()
-    return LatStats(
-        mean=_float(obj, "mean", where) * scale,
-        min=_float(obj, "min", where) * scale,
-        max=_float(obj, "max", where) * scale,
-        stddev=_float(obj, "stddev", where) * scale,
-        samples=_opt_int(obj, "N", where),
+    got = _read(LatStats, obj, where)  # in fio's unit
+    return replace(
+        got,
+        mean=got.mean * scale,
+        min=got.min * scale,
+        max=got.max * scale,
+        stddev=got.stddev * scale,
     )
 
 
@@ -381,14 +370,13 @@ def _bins(obj: Mapping[str, Any], scale: int, where: str) -> dict[int, int]:
 def _bins_by_index(raw: Mapping[str, Any], scale: int, where: str) -> dict[int, int]:
     """fio 2.x json+: keys are bucket indices 0..PLAT_NR-1, plus the PLAT_* constants."""
     bits = int(_as_number(raw.get("FIO_IO_U_PLAT_BITS", 6), f"{where} FIO_IO_U_PLAT_BITS"))
-    result: dict[int, int] = {}
+    result: Counter[int] = Counter()
     for key, count in raw.items():
         if key in _LEGACY_PLAT_KEYS:
             continue
         n = int(_as_number(count, f"{where} bin {key}"))
         if n > 0:
-            value = bucket_value(_bin_key(key, where), bits) * scale
-            result[value] = result.get(value, 0) + n
+            result[bucket_value(_bin_key(key, where), bits) * scale] += n
     return dict(sorted(result.items()))
 
 
@@ -416,18 +404,6 @@ def bucket_value(index: int, bits: int = 6) -> int:
     return group_start + ((2 * slot + 1) << (width_log2 - 1))
 
 
-def _options(obj: object) -> dict[str, str]:
-    if not isinstance(obj, dict):
-        return {}
-    return {str(k): str(v) for k, v in obj.items()}
-
-
-def _disk_util(obj: object) -> list[dict[str, object]]:
-    if not isinstance(obj, list):
-        return []
-    return [dict(item) for item in obj if isinstance(item, dict)]
-
-
 # ---------------------------------------------------------------- typed field access
 
 
@@ -438,19 +414,70 @@ def _as_number(value: object, what: str) -> float:
 
 
 def _float(obj: Mapping[str, Any], key: str, where: str) -> float:
+    """A number of fio's that is no result field (0 where fio wrote none)."""
     return _as_number(obj.get(key, 0), f"{where}.{key}")
 
 
-def _int(obj: Mapping[str, Any], key: str, where: str) -> int:
-    return int(_float(obj, key, where))
+def _count(value: object, what: str) -> int:
+    return int(_as_number(value, what))  # fio 2.x wrote some counts as floats
 
 
-def _opt_float(obj: Mapping[str, Any], key: str, where: str) -> float | None:
-    return None if obj.get(key) is None else _float(obj, key, where)
+def _text(value: object, _what: str) -> str:
+    return str(value)
 
 
-def _opt_int(obj: Mapping[str, Any], key: str, where: str) -> int | None:
-    return None if obj.get(key) is None else _int(obj, key, where)
+def _options(value: object, _what: str) -> dict[str, str]:
+    """Options as fio printed them (its versions disagree on numbers and text): text."""
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _objects(value: object, _what: str) -> list[dict[str, object]]:
+    return [dict(i) for i in value if isinstance(i, dict)] if isinstance(value, list) else []
+
+
+def _or_none(read: Callable[[Any, str], _T]) -> Callable[[Any, str], _T | None]:
+    return lambda value, what: None if value is None else read(value, what)
+
+
+# How a value fio wrote becomes a field of each type (a null is an error where the
+# type has no None, as a number fio left out is not).
+_TYPED: dict[object, Callable[[Any, str], Any]] = {
+    float: _as_number,
+    int: _count,
+    str: _text,
+    float | None: _or_none(_as_number),
+    int | None: _or_none(_count),
+    str | None: _or_none(_text),
+    dict[str, str]: _options,
+    list[dict[str, object]]: _objects,
+}
+_ABSENT = object()
+_FIELDS: dict[type, tuple[tuple[str, str, Callable[[Any, str], Any]], ...]] = {}
+
+
+def _fio_fields(cls: type) -> tuple[tuple[str, str, Callable[[Any, str], Any]], ...]:
+    """The fields of a result class that are one of fio's keys: (field, key, reader)."""
+    if cls not in _FIELDS:
+        types_ = get_type_hints(cls)
+        _FIELDS[cls] = tuple(
+            (f.name, f.metadata["fio"], _TYPED[types_[f.name]])
+            for f in fields(cls)
+            if "fio" in f.metadata
+        )
+    return _FIELDS[cls]
+
+
+def _read(cls: type[_R], obj: Mapping[str, Any], where: str, **given: Any) -> _R:
+    """``cls`` from fio's object ``obj``: every field that is one of fio's keys read
+    from it (a key fio did not write leaves the field's default), ``given`` the others.
+    A value of the wrong type is one line naming the object and the key."""
+    for name, key, read in _fio_fields(cls):
+        if name in given:
+            continue
+        value = obj.get(key, _ABSENT)
+        if value is not _ABSENT:
+            given[name] = read(value, f"{where}.{key}")
+    return cls(**given)
 
 
 # ---------------------------------------------------------------------- check_jobs
@@ -624,10 +651,9 @@ def _merge_distribution(
 
 
 def _sum_bins(all_bins: Iterable[dict[int, int]]) -> dict[int, int]:
-    merged: dict[int, int] = {}
+    merged: Counter[int] = Counter()
     for bins in all_bins:
-        for value, count in bins.items():
-            merged[value] = merged.get(value, 0) + count
+        merged.update(bins)
     return dict(sorted(merged.items()))
 
 
