@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,17 +262,16 @@ def stream_starts(
     is aligned down to the block size.  It depends only on the stored rounds, so a
     resumed run continues exactly as the uninterrupted one would have.
     """
-    moved: dict[tuple[int, int], int] = {}
+    moved: Counter[tuple[int, int]] = Counter()  # bytes by point (bs, read %)
     for record in rounds:
         for p in record.points:
-            step = int(max(p.read.io_bytes, p.write.io_bytes))
-            moved[p.key] = moved.get(p.key, 0) + step
+            moved[p.key] += int(max(p.read.io_bytes, p.write.io_bytes))
     out: dict[str, int] = {}
     for point in points:
         if point.pattern != "sequential" or point.file:
             continue  # a point of a shared test file reads or writes it front to back
         region = _slice(active_bytes, point.numjobs, point.bs)
-        pos = moved.get((point.bs, point.mix.read), 0) // point.numjobs % region
+        pos = moved[(point.bs, point.mix.read)] // point.numjobs % region
         out[point.job_name] = pos - pos % point.bs
     return out
 
