@@ -343,8 +343,8 @@ def _same_target(stored: TargetRecord, target: Target) -> None:
             f"target {target.spec} now has {target.capacity} bytes, the run was started on "
             f"{cap}: not the same device"
         )
-    old_serial = stored.identity.get("serial")
-    new_serial = target.identity.get("serial")
+    old_serial = stored.device.serial
+    new_serial = target.facts.serial
     if (
         old_serial
         and new_serial

@@ -40,7 +40,7 @@ def prove_node(stored: TargetRecord, target: Target) -> list[str]:
     name = target.spec
     resolved = os.path.realpath(target.path)
     if target.kind == "block":
-        serial = str(target.identity.get("serial") or "")
+        serial = target.facts.serial or ""
         known = serial not in ("", "unknown", Path(resolved).name)
         if resolved != stored.resolved and not (known and serial == stored.ident("serial")):
             raise SafetyError(

@@ -18,6 +18,7 @@ from tkbench.device.purge import PurgeRecord
 from tkbench.device.safety import Guarded
 from tkbench.errors import SafetyError
 from tkbench.fiovalue import filename_value
+from tkbench.rundir.records.run import DeviceFacts
 from tkbench.units import human_bytes
 
 if TYPE_CHECKING:
@@ -72,8 +73,14 @@ class Target:
     def info(self) -> TargetInfo:
         return TargetInfo(self.spec, self.kind, self.capacity, self.logical_sector)
 
+    @property
+    def facts(self) -> DeviceFacts:
+        """The identity's facts, typed (the manifest records the identity as it is, and
+        its readers see the same facts: :attr:`tkbench.rundir.records.TargetRecord.device`)."""
+        return DeviceFacts.of(self.identity)
+
     def describe(self) -> str:
-        model = self.identity.get("model")
+        model = self.facts.model
         extra = f" {model}" if model and model != "unknown" else ""
         return f"{self.spec} ({self.kind}{extra}, {human_bytes(self.capacity)})"
 

@@ -94,9 +94,8 @@ class BlockTarget(Target):
 
 def _open_block(spec: str) -> Target:
     ident = identify(spec)
-    data: dict[str, Any] = ident.to_dict()
-    cap = int(data.get("capacity_bytes") or 0)
+    cap = ident.capacity_bytes or 0
     if cap <= 0:
         raise DeviceError(f"{spec}: cannot determine the device's capacity")
-    sector = int(data.get("logical_sector") or 512)
-    return BlockTarget(spec, os.path.realpath(spec), cap, sector, data, device=ident)
+    sector = ident.logical_sector or 512
+    return BlockTarget(spec, os.path.realpath(spec), cap, sector, ident.to_dict(), device=ident)

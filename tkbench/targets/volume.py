@@ -270,7 +270,7 @@ class VolumeTarget(Target):
         )
 
     def describe(self) -> str:
-        fs = self.identity.get("filesystem", "unknown")
+        fs = self.facts.filesystem or "unknown"
         size = human_bytes(self.capacity)
         return f"{self.spec} (volume, {fs}, {human_bytes(self.free)} free of {size})"
 
