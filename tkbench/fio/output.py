@@ -322,6 +322,8 @@ def _lat_stats(obj: Mapping[str, Any], scale: int, where: str) -> LatStats:
     if not obj:
         return LatStats()
     got = _read(LatStats, obj, where)  # in fio's unit
+    if scale == 1:
+        return got
     return replace(
         got,
         mean=got.mean * scale,
