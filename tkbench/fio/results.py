@@ -167,24 +167,35 @@ class LiveFigures:
     seconds: float  # the interval the figures cover
 
 
-Totals = dict[str, tuple[float, float, float, float]]
+@dataclass(frozen=True)
+class _Totals:
+    """What a job section has done so far, by one status report (clones summed)."""
+
+    ios: float = 0.0
+    nbytes: float = 0.0
+    latsum: float = 0.0  # latency times I/Os, ns
+    runtime: float = 0.0  # ms, the longest of its clones' and directions'
+
+    def __add__(self, other: _Totals) -> _Totals:
+        return _Totals(
+            self.ios + other.ios,
+            self.nbytes + other.nbytes,
+            self.latsum + other.latsum,
+            max(self.runtime, other.runtime),
+        )
 
 
-def _totals(output: FioOutput) -> Totals:
-    """Per job name (clones summed): I/Os, bytes, latency sum (ns), runtime (ms)."""
-    out: Totals = {}
+def _totals(output: FioOutput) -> dict[str, _Totals]:
+    """Per job name: what its entries report."""
+    out: dict[str, _Totals] = {}
     for job in output.jobs:
-        ios = latsum = nbytes = runtime = 0.0
+        done = _Totals()
         for d in (job.read, job.write):
             n = float(d.total_ios or 0)
-            ios += n
-            nbytes += d.io_bytes
-            latsum += d.lat.mean * n
             # the directions' own runtime is I/O time; the job's also counts the wait
             # for its turn (startdelay, the hand-off)
-            runtime = max(runtime, d.runtime_ms)
-        i, b, s, r = out.get(job.name, (0.0, 0.0, 0.0, 0.0))
-        out[job.name] = (i + ios, b + nbytes, s + latsum, max(r, runtime))
+            done += _Totals(n, d.io_bytes, d.lat.mean * n, d.runtime_ms)
+        out[job.name] = out.get(job.name, _Totals()) + done
     return out
 
 
@@ -197,7 +208,7 @@ class StatusStream:
         self.labels = labels  # fio job name -> point label
         self.report = report
         self._doc: list[str] | None = None
-        self._prev: Totals = {}
+        self._prev: dict[str, _Totals] = {}
 
     def feed(self, line: str) -> None:
         if self._doc is None:
@@ -216,19 +227,17 @@ class StatusStream:
             if figures is not None:
                 self.report(figures)
 
-    def _figures(
-        self, totals: Mapping[str, tuple[float, float, float, float]]
-    ) -> LiveFigures | None:
+    def _figures(self, totals: Mapping[str, _Totals]) -> LiveFigures | None:
         found = None
-        for name, (ios, nbytes, latsum, runtime) in totals.items():
-            pi, pb, ps, pr = self._prev.get(name, (0.0, 0.0, 0.0, 0.0))
-            dios, dt = ios - pi, (runtime - pr) / 1000.0
+        for name, now in totals.items():
+            prev = self._prev.get(name, _Totals())
+            dios, dt = now.ios - prev.ios, (now.runtime - prev.runtime) / 1000.0
             if dios > 0 and dt > 0:
                 found = LiveFigures(
                     point=self.labels.get(name, name),
                     iops=dios / dt,
-                    mbs=(nbytes - pb) / dt / MB,
-                    lat_ms=(latsum - ps) / dios / 1e6,
+                    mbs=(now.nbytes - prev.nbytes) / dt / MB,
+                    lat_ms=(now.latsum - prev.latsum) / dios / 1e6,
                     seconds=dt,
                 )
         return found
