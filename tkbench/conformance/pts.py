@@ -211,7 +211,8 @@ class Judgement:
         return f"tkbench report (departs from {self.name} in {n} point{'s' if n != 1 else ''})"
 
     def to_dict(self) -> dict[str, Any]:
-        """``pts`` of ``show --json`` and ``plan --json``."""
+        """``pts`` of ``show --json`` and ``plan --json`` (a view, kept by hand: the
+        statement computed, the choices and the sources' share only with a claim)."""
         out: dict[str, Any] = {
             "variant": self.variant,
             "conforms": self.conforms,
