@@ -26,7 +26,7 @@ from tkbench.device.writecache import (
     plan_text,
     restore_warning,
 )
-from tkbench.errors import DeviceError, ToolMissingError
+from tkbench.errors import DeviceError, RunDirError, ToolMissingError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -406,13 +406,13 @@ def test_record_round_trip_and_bad_fields(fakes: FakeTools) -> None:
     assert WriteCacheRecord.from_dict(json.loads(json.dumps(data))).to_dict() == data
     bad = copy.deepcopy(data)
     bad["sessions"][0]["verified"] = "yes"
-    with pytest.raises(ValueError, match=r"field 'sessions\[0\]\.verified'"):
+    with pytest.raises(RunDirError, match=r"field sessions\[0\]\.verified is a string"):
         WriteCacheRecord.from_dict(bad)
     bad = copy.deepcopy(data)
     bad["requested"] = "off"
-    with pytest.raises(ValueError, match="field 'requested'"):
+    with pytest.raises(RunDirError, match="field requested is 'off', not one of disabled"):
         WriteCacheRecord.from_dict(bad)
-    with pytest.raises(ValueError, match="not a tkbench write-cache record"):
+    with pytest.raises(RunDirError, match="not a tkbench write-cache record"):
         WriteCacheRecord.from_dict({"kind": "tkbench-run"})
     assert describe(None) == "not set by tkbench (this run has no write-cache record)"
 

@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("devices", ("tkbench.device", "tkbench.emulator")),
     ("atomic files", ("tkbench.rundir.jsonfile",)),
     ("base", ("tkbench.errors", "tkbench.units", "tkbench.proc", "tkbench.fiovalue",
-              "tkbench.cache", "tkbench")),
+              "tkbench.cache", "tkbench.typed", "tkbench")),
 ]  # fmt: skip
 # the only modules outside a package (besides __init__ and __main__)
 BASE = {"tkbench.errors", "tkbench.units", "tkbench.vocab", "tkbench.proc", "tkbench.fiovalue",

@@ -15,29 +15,21 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tkbench.errors import CommandError, ToolMissingError
+from tkbench.typed import Typed
 
 
 @dataclass(frozen=True)
-class Completed:
-    """A finished command, as recorded in run directories."""
+class Completed(Typed):
+    """A finished command, as recorded in run directories (its fields, in order)."""
 
     argv: list[str]
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "argv": self.argv,
-            "returncode": self.returncode,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "seconds": round(self.seconds, 3),
-        }
+    seconds: float = field(metadata={"digits": 3})
 
 
 def which(tool: str) -> str | None:

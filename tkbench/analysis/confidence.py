@@ -11,13 +11,13 @@ percentile rule and shown only with at least ten I/Os beyond it
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from tkbench.analysis.window import DIRECTIONS, merge_bins, samples_needed
 from tkbench.fio.output import percentile_from_bins
 from tkbench.rundir.records import Direction
 from tkbench.rundir.store import TestData
+from tkbench.typed import Typed
 from tkbench.vocab import MS
 
 LEVELS = (1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
@@ -31,8 +31,10 @@ class Level:
 
 
 @dataclass(frozen=True)
-class HistogramPhase:
-    """The phase of one test: what ran, and its response-time distribution."""
+class HistogramPhase(Typed):
+    """The phase of one test: what ran, and its response-time distribution (its
+    fields for ``tkbench show --json``, without the bins, which are in
+    histogram.json)."""
 
     bs: int
     read_pct: int
@@ -47,18 +49,13 @@ class HistogramPhase:
     mean_ms: float
     max_ms: float
     levels: tuple[Level, ...]
-    bins_ns: tuple[tuple[int, int], ...]  # (response time in ns, I/Os), ascending
+    # (response time in ns, I/Os), ascending
+    bins_ns: tuple[tuple[int, int], ...] = field(metadata={"internal": True})
     percentiles_of: str  # "lat" (submission + completion) or "clat"
 
     @property
     def missing(self) -> tuple[Level, ...]:
         return tuple(level for level in self.levels if level.ms is None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """For ``tkbench show --json`` (without the bins, which are in histogram.json)."""
-        out = asdict(self)
-        out.pop("bins_ns")
-        return out
 
 
 def _active(d: Direction) -> bool:

@@ -31,6 +31,8 @@ class HostMean:
     share: float  # this host's IOPS / all hosts' IOPS of the point (0..1)
 
     def to_dict(self) -> dict[str, Any]:
+        """For ``tkbench show --json`` (a view, kept by hand: the point mean's figures
+        flattened into the host's row)."""
         m = self.mean
         return {
             "label": self.label,

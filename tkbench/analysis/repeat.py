@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from tkbench.rundir.records import Round, TestPlan
+from tkbench.typed import Typed
 
 MIB = 1024 * 1024
 
@@ -36,23 +36,13 @@ def t95(df: int) -> float:
 
 
 @dataclass(frozen=True)
-class Repeatability:
+class Repeatability(Typed):
     runs: tuple[float, ...]
     mean: float
     mean_abs_dev: float
     mean_abs_dev_pct: float | None  # None when the mean is 0
     stdev: float | None  # sample standard deviation; None for a single run
     ci95: tuple[float, float] | None  # None for a single run
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "runs": list(self.runs),
-            "mean": self.mean,
-            "mean_abs_dev": self.mean_abs_dev,
-            "mean_abs_dev_pct": self.mean_abs_dev_pct,
-            "stdev": self.stdev,
-            "ci95": list(self.ci95) if self.ci95 is not None else None,
-        }
 
 
 def repeatability(values: Sequence[float]) -> Repeatability:
@@ -106,16 +96,20 @@ def deviation_pct(rep: Repeatability) -> float:
 
 
 @dataclass(frozen=True)
-class UntilStanding:
+class UntilStanding(Typed):
     """Where a test repeated until its runs agree (``repeat_until``) stands, from its
-    stored runs: the limit, the bounds, the runs so far and the worst point's deviation."""
+    stored runs: the limit, the bounds, the runs so far and the worst point's deviation
+    (its JSON: the fields but ``point``, then whether it is met and what ended it)."""
+
+    DERIVED = ("met", "ended_by")
 
     limit_pct: float
     min_runs: int
     max_runs: int
     runs: int
     deviation_pct: float | None  # the largest over the test's points; None before 2 runs
-    point: str = ""  # the point with that deviation ("4k 0/100")
+    # the point with that deviation ("4k 0/100")
+    point: str = field(default="", metadata={"internal": True})
 
     @property
     def met(self) -> bool:
@@ -152,17 +146,6 @@ class UntilStanding:
                 f"ended it at a deviation of {dev}" + (f" ({self.point})" if self.point else "")
             )
         return f"{self.runs} of {self.min_runs}-{self.max_runs} runs, deviation {dev} so far"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "limit_pct": self.limit_pct,
-            "min_runs": self.min_runs,
-            "max_runs": self.max_runs,
-            "runs": self.runs,
-            "deviation_pct": self.deviation_pct,
-            "met": self.met,
-            "ended_by": self.ended_by,
-        }
 
 
 def until_standing(plan: TestPlan, rounds: Sequence[Round]) -> UntilStanding | None:

@@ -95,7 +95,8 @@ class ResponseTimes:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """For ``tkbench show --json``."""
+        """For ``tkbench show --json`` (a view, kept by hand: the point as an object,
+        ``needed`` under another name, the note computed)."""
         return {
             "point": {"bs": self.point[0], "read_pct": self.point[1]},
             "percentiles_of": self.percentiles_of,

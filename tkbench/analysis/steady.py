@@ -17,12 +17,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from tkbench.rundir.records import VerdictRecord
-from tkbench.rundir.records.base import dump
+from tkbench.typed import Typed
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The outcome of one steady-state test and every number behind it."""
+class Verdict(Typed):
+    """The outcome of one steady-state test and every number behind it (its JSON:
+    the fields, then the two ratios, as ``result.json`` states it)."""
+
+    DERIVED = ("excursion_ratio", "slope_excursion_ratio")
 
     reached: bool
     window: int  # the window size asked for
@@ -62,9 +65,6 @@ class Verdict:
         if not self.rounds:
             return math.nan
         return self.intercept + self.slope * (round_number - self.rounds[0])
-
-    def to_dict(self) -> dict[str, object]:
-        return dump(self.record())
 
     def record(self) -> VerdictRecord:
         """The verdict as ``result.json`` states it."""

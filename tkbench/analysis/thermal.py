@@ -21,7 +21,6 @@ disks have no drive temperature.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -79,7 +78,8 @@ class TestTemperature:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """For ``tkbench show --json``."""
+        """For ``tkbench show --json`` (a view, kept by hand: computed keys first, the
+        reason as null when there is none, the window left out)."""
         return {
             "available": self.available,
             "unavailable": self.unavailable or None,
@@ -94,16 +94,16 @@ class TestTemperature:
 
 def unavailable_reason(target: TargetRecord) -> str:
     """Why a target has no drive temperature ("" when it may have one)."""
-    ident: Mapping[str, Any] = target.identity
-    interface = ident.get("interface")
-    if target.kind == "synthetic" or ident.get("synthetic"):
+    facts = target.device
+    interface = facts.interface
+    if target.kind == "synthetic" or facts.synthetic:
         return "synthetic data: no drive was read"
     if target.kind == "file" or interface == "file":
         return "the target is a regular file, which has no drive temperature"
     if target.kind == "volume" or interface == "volume":
         return "a volume benchmark measures a filesystem: its drive's temperature is not read"
     if target.kind == "nbd" or interface == "nbd":
-        if ident.get("emulated"):
+        if facts.emulated:
             return "the bundled SSD emulator models no drive temperature"
         return "an NBD export reports no drive temperature"
     if interface == "loop":
@@ -111,11 +111,6 @@ def unavailable_reason(target: TargetRecord) -> str:
     if interface == "virtio":
         return "a virtio disk reports no temperature"
     return ""
-
-
-def _limit(ident: Mapping[str, Any], key: str) -> float | None:
-    value = ident.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def round_events(r: Round, warning_c: float | None) -> list[str]:
@@ -140,8 +135,7 @@ def round_events(r: Round, warning_c: float | None) -> list[str]:
 
 
 def temperature_of(t: TestData, target: TargetRecord) -> TestTemperature:
-    ident = target.identity
-    warning_c = _limit(ident, "warning_temp_c")
+    warning_c = target.device.warning_temp_c
     win = window(t)
     events = tuple(
         ThermalEvent(r.round, r.round in win, "; ".join(what))
@@ -161,7 +155,7 @@ def temperature_of(t: TestData, target: TargetRecord) -> TestTemperature:
         rounds=tuple(r.round for r in t.rounds),
         celsius=celsius,
         warning_c=warning_c,
-        critical_c=_limit(ident, "critical_temp_c"),
+        critical_c=target.device.critical_temp_c,
         window=win,
         events=events,
         unavailable=unavailable,

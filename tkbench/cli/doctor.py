@@ -16,13 +16,14 @@ import re
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tkbench import proc
 from tkbench.errors import CommandError, ToolMissingError
 from tkbench.fio.runner import MIN_FIO, _parse_version
+from tkbench.typed import Typed
 
 MIN_WEASYPRINT = (68, 0)  # weasyprint.urls.URLFetcher / URLFetcherResponse
 REPORT_FONTS = ("DejaVu Sans", "DejaVu Sans Mono")  # templates/report.css
@@ -40,7 +41,7 @@ PURPOSES: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(Typed):
     """One prerequisite: whether it is there, what was found, how to fix it."""
 
     name: str
@@ -48,9 +49,6 @@ class Finding:
     detail: str
     fix: str = ""
     needed: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _apt(*packages: str) -> str:

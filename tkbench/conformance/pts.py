@@ -19,11 +19,12 @@ then: PTS-C for the profile named ``pts-c``, PTS-E for any other
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tkbench.conformance.ptsstages import STAGED
 from tkbench.rundir.records import Manifest
+from tkbench.typed import Typed
 
 K = 1024
 MINUTE = 60.0
@@ -139,14 +140,15 @@ NO_VARIANT = "none"
 
 
 @dataclass(frozen=True)
-class Departure:
+class Departure(Typed):
     """One requirement a test (or the whole run: ``test`` None) does not meet."""
 
     test: str | None  # the run's test name, the PTS test's, or None: every test
     requirement: str
     required: str
     actual: str
-    title: str = ""  # the test's title, for people ("" for the whole run)
+    # the test's title, for people ("" for the whole run); not in the JSON
+    title: str = field(default="", metadata={"internal": True})
 
     def words(self) -> str:
         """``block sizes: 64k, 4k (PTS 2.0.2: 1024k, ..., 512)``."""
@@ -156,29 +158,18 @@ class Departure:
         """The departure in plain words, with its test."""
         return f"{self.title or 'All tests'}: {self.words()}"
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {
-            "test": self.test,
-            "requirement": self.requirement,
-            "required": self.required,
-            "actual": self.actual,
-        }
-
 
 @dataclass(frozen=True)
-class Stated:
+class Stated(Typed):
     """An operator choice a test made, as the set-up states it (never a departure)."""
 
     test: str
     requirement: str
     value: str
-    title: str = ""
+    title: str = field(default="", metadata={"internal": True})  # not in the JSON
 
     def words(self) -> str:
         return f"{self.title or self.test}: {self.requirement}: {self.value}"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"test": self.test, "requirement": self.requirement, "value": self.value}
 
 
 @dataclass(frozen=True)
@@ -220,7 +211,8 @@ class Judgement:
         return f"tkbench report (departs from {self.name} in {n} point{'s' if n != 1 else ''})"
 
     def to_dict(self) -> dict[str, Any]:
-        """``pts`` of ``show --json`` and ``plan --json``."""
+        """``pts`` of ``show --json`` and ``plan --json`` (a view, kept by hand: the
+        statement computed, the choices and the sources' share only with a claim)."""
         out: dict[str, Any] = {
             "variant": self.variant,
             "conforms": self.conforms,

@@ -5,13 +5,17 @@ in ``tkbench show``.  Setting, reading back and restoring the cache is
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from tkbench.errors import RunDirError
+from tkbench.typed import Error, Typed, build, dump
 
 SETTINGS = ("disabled", "enabled", "unchanged")
 RECORD_KIND = "tkbench-write-cache"
 RECORD_SCHEMA = 1
+FILE = "write-cache.json"
 
 # states of the cache as read from the drive (or why there is none to read)
 ENABLED, DISABLED, ABSENT, UNKNOWN, NOT_APPLICABLE = (
@@ -36,36 +40,29 @@ class RecordSink(Protocol):
 
 # --------------------------------------------------------------------------- record
 
+STATE = {"choices": STATES}
+
 
 @dataclass
-class CacheSession:
+class CacheSession(Typed):
     """One start or resume of a run: what was read, set, verified and restored."""
 
     started: float
-    before: str = UNKNOWN  # read before anything was set (one of STATES)
-    original: str = UNKNOWN  # what the end restores: ``before``, or an earlier session's
+    before: str = field(default=UNKNOWN, metadata=STATE)  # read before anything was set
+    # what the end restores: ``before``, or an earlier session's
+    original: str = field(default=UNKNOWN, metadata=STATE)
     # the drive holds a setting of tkbench's (sent in this session, or left by an earlier
     # one that never restored): the end restores ``original``
     changed: bool = False
-    after: str | None = None  # read back after setting (or ``before`` when nothing was sent)
+    # read back after setting (or ``before`` when nothing was sent)
+    after: str | None = field(default=None, metadata=STATE)
     verified: bool | None = None
-    restored: str | None = None  # read back after restoring
+    restored: str | None = field(default=None, metadata=STATE)  # read back after restoring
     restore_verified: bool | None = None
     ended: float | None = None
     error: str | None = None
     commands: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = (
-                [dict(v) if isinstance(v, dict) else v for v in value]
-                if isinstance(value, list)
-                else value
-            )
-        return out
 
     @property
     def left_modified(self) -> bool:
@@ -75,9 +72,10 @@ class CacheSession:
 
 @dataclass
 class WriteCacheRecord:
-    """``RUN/write-cache.json``: the setting asked for and every session's account."""
+    """``RUN/write-cache.json``: the setting asked for and every session's account.
+    Its JSON is ``kind`` and ``schema``, then its fields in order."""
 
-    requested: str  # one of SETTINGS
+    requested: str = field(metadata={"choices": SETTINGS})
     applies: bool  # False: the target has no drive write cache (file, loop, NBD)
     device: str = ""
     interface: str = ""
@@ -86,106 +84,22 @@ class WriteCacheRecord:
     reason: str = ""  # why it does not apply
     sessions: list[CacheSession] = field(default_factory=list)
 
+    # the file's two header keys are not fields: kept explicit here
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": RECORD_KIND,
-            "schema": RECORD_SCHEMA,
-            "requested": self.requested,
-            "applies": self.applies,
-            "device": self.device,
-            "interface": self.interface,
-            "tool": self.tool,
-            "scope": self.scope,
-            "reason": self.reason,
-            "sessions": [s.to_dict() for s in self.sessions],
-        }
+        return {"kind": RECORD_KIND, "schema": RECORD_SCHEMA, **dump(self)}
 
     @classmethod
-    def from_dict(cls, data: Any) -> WriteCacheRecord:
-        """The record of ``data`` as stored; ValueError names the first bad field."""
+    def from_dict(
+        cls, data: Any, path: Path | str = FILE, *, error: Error = RunDirError
+    ) -> WriteCacheRecord:
+        """The record of ``data`` as stored; ``error`` names ``path`` and the first
+        bad field."""
         if not isinstance(data, dict) or data.get("kind") != RECORD_KIND:
-            raise ValueError("not a tkbench write-cache record")
+            raise error(f"{path}: not a tkbench write-cache record")
         schema = data.get("schema")
-        if not isinstance(schema, int) or schema > RECORD_SCHEMA:
-            raise ValueError(f"field 'schema': {schema!r} is not a schema this tkbench reads")
-        _want(data, "requested", "str", choices=SETTINGS)
-        _want(data, "applies", "bool")
-        for key in ("device", "interface", "tool", "scope", "reason"):
-            _want(data, key, "str", optional=True)
-        raw = data.get("sessions", [])
-        if not isinstance(raw, list):
-            raise ValueError("field 'sessions': expected a list")
-        return cls(
-            requested=data["requested"],
-            applies=data["applies"],
-            device=data.get("device", ""),
-            interface=data.get("interface", ""),
-            tool=data.get("tool", ""),
-            scope=data.get("scope", ""),
-            reason=data.get("reason", ""),
-            sessions=[_session(s, f"sessions[{i}].") for i, s in enumerate(raw)],
-        )
-
-
-_KINDS: dict[str, Callable[[Any], bool]] = {
-    "str": lambda v: isinstance(v, str),
-    "bool": lambda v: isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "null": lambda v: v is None,
-    "list": lambda v: isinstance(v, list),
-}
-
-
-def _want(
-    data: dict[str, Any],
-    key: str,
-    *kinds: str,
-    where: str = "",
-    optional: bool = False,
-    choices: tuple[str, ...] | None = None,
-) -> None:
-    """ValueError naming ``where + key`` unless its value has one of ``kinds``."""
-    if key not in data:
-        if optional:
-            return
-        raise ValueError(f"field '{where}{key}' is missing")
-    value = data[key]
-    if not any(_KINDS[k](value) for k in kinds):
-        raise ValueError(f"field '{where}{key}': {value!r:.40} is not a {' or '.join(kinds)}")
-    if choices is not None and value is not None and value not in choices:
-        raise ValueError(f"field '{where}{key}': {value!r:.40} is not one of {', '.join(choices)}")
-
-
-def _session(raw: Any, where: str) -> CacheSession:
-    if not isinstance(raw, dict):
-        raise ValueError(f"field '{where.rstrip('.')}': expected an object")
-    _want(raw, "started", "number", where=where)
-    _want(raw, "before", "str", where=where, choices=STATES)
-    _want(raw, "original", "str", where=where, choices=STATES)
-    _want(raw, "changed", "bool", where=where)
-    for key in ("after", "restored"):
-        _want(raw, key, "str", "null", where=where, optional=True, choices=STATES)
-    _want(raw, "error", "str", "null", where=where, optional=True)
-    for key in ("verified", "restore_verified"):
-        _want(raw, key, "bool", "null", where=where, optional=True)
-    _want(raw, "ended", "number", "null", where=where, optional=True)
-    for key in ("commands", "notes"):
-        _want(raw, key, "list", where=where, optional=True)
-    ended = raw.get("ended")
-    return CacheSession(
-        started=float(raw["started"]),
-        before=raw["before"],
-        original=raw["original"],
-        changed=raw["changed"],
-        after=raw.get("after"),
-        verified=raw.get("verified"),
-        restored=raw.get("restored"),
-        restore_verified=raw.get("restore_verified"),
-        ended=float(ended) if ended is not None else None,
-        error=raw.get("error"),
-        commands=[dict(c) for c in raw.get("commands", []) if isinstance(c, dict)],
-        notes=[str(n) for n in raw.get("notes", [])],
-    )
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema > RECORD_SCHEMA:
+            raise error(f"{path}: field schema is {schema!r:.40}, not a schema this tkbench reads")
+        return build(cls, data, path, error=error)
 
 
 # --------------------------------------------------------------------------- words

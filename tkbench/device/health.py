@@ -9,19 +9,22 @@ only.  Taking a snapshot never raises because of a tool.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from tkbench.device._common import as_int, last_line, load_json_object, try_run
 from tkbench.device.identify import TOOL_TIMEOUT, detect_interface, smartctl_failure
 from tkbench.device.sysfs import Sysfs
+from tkbench.typed import Typed
 from tkbench.units import timestamp
 
 NVME_DATA_UNIT = 512 * 1000  # NVMe "data units" are thousands of 512-byte units
 
 
 @dataclass(frozen=True)
-class HealthSnapshot:
+class HealthSnapshot(Typed):
+    """A drive's health as read once (its fields, in order, are its JSON)."""
+
     device: str
     taken_at: str  # ISO 8601, UTC
     source: str  # "nvme smart-log", "smartctl" or "none"
@@ -35,16 +38,6 @@ class HealthSnapshot:
     available_spare: int | None = None
     raw: dict[str, Any] | None = None  # the tool's JSON as printed
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HealthSnapshot:
-        names = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        kwargs["notes"] = list(kwargs.get("notes") or [])
-        return cls(**kwargs)
 
 
 def _now() -> str:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import stat
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from tkbench.device import facts
 from tkbench.device._common import UNKNOWN, as_int, clean_str, last_line, load_json_object, try_run
 from tkbench.device.sysfs import Sysfs
 from tkbench.errors import InputError
+from tkbench.typed import Typed
 
 INTERFACES = ("nvme", "sata", "sas", "loop", "virtio", "other")
 TOOL_TIMEOUT = 30.0
@@ -30,7 +31,7 @@ TOOL_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
-class AtaSecurity:
+class AtaSecurity(Typed):
     """The ``Security:`` block of ``hdparm -I``."""
 
     supported: bool = False
@@ -42,18 +43,20 @@ class AtaSecurity:
     erase_minutes: int | None = None
     enhanced_erase_minutes: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AtaSecurity:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
 
 @dataclass(frozen=True)
-class NvmeCaps:
-    """The few Identify Controller / Namespace fields a purge depends on."""
+class NvmeCaps(Typed):
+    """The few Identify Controller / Namespace fields a purge depends on (written
+    with the bits they decode, for a reader of the identity)."""
+
+    DERIVED = (
+        "lbaf_index",
+        "format_supported",
+        "crypto_format_supported",
+        "sanitize_block",
+        "sanitize_crypto",
+        "sanitize_overwrite",
+    )
 
     oacs: int = 0  # bit 1: Format NVM supported
     fna: int = 0  # bit 2: crypto erase as part of Format; bit 1: SES applies to all ns
@@ -110,23 +113,6 @@ class NvmeCaps:
     def pi_first(self) -> int:
         return (self.dps >> 3) & 1
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        out.update(
-            lbaf_index=self.lbaf_index,
-            format_supported=self.format_supported,
-            crypto_format_supported=self.crypto_format_supported,
-            sanitize_block=self.sanitize_block,
-            sanitize_crypto=self.sanitize_crypto,
-            sanitize_overwrite=self.sanitize_overwrite,
-        )
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NvmeCaps:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
     @classmethod
     def from_json(cls, id_ctrl: dict[str, Any], id_ns: dict[str, Any] | None) -> NvmeCaps:
         ns = id_ns or {}
@@ -151,8 +137,11 @@ class NvmeCaps:
 
 
 @dataclass(frozen=True)
-class DeviceIdentity:
-    """What tkbench knows about a target; recorded in every run directory."""
+class DeviceIdentity(Typed):
+    """What tkbench knows about a target; recorded in every run directory (its
+    fields, then ``confirm_id``)."""
+
+    DERIVED = ("confirm_id",)
 
     path: str
     kernel_name: str  # "loop3", "nvme0n1"; "" for a regular file
@@ -197,29 +186,6 @@ class DeviceIdentity:
         if not self.is_block_device:
             return "path"
         return "serial" if self.has_serial else "kernel name"
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, AtaSecurity | NvmeCaps):
-                value = value.to_dict()
-            elif isinstance(value, list):
-                value = list(value)
-            out[f.name] = value
-        out["confirm_id"] = self.confirm_id
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DeviceIdentity:
-        names = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        if isinstance(kwargs.get("ata_security"), dict):
-            kwargs["ata_security"] = AtaSecurity.from_dict(kwargs["ata_security"])
-        if isinstance(kwargs.get("nvme"), dict):
-            kwargs["nvme"] = NvmeCaps.from_dict(kwargs["nvme"])
-        kwargs["notes"] = list(kwargs.get("notes") or [])
-        return cls(**kwargs)
 
 
 # --------------------------------------------------------------------------- parsers

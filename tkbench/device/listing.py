@@ -36,6 +36,8 @@ class DeviceRow:
         return "refused"
 
     def to_dict(self) -> dict[str, Any]:
+        """``tkbench devices --json`` (a view, kept by hand: the identity's main facts
+        flattened in front, the status computed, then the whole identity)."""
         ident = self.identity
         return {
             "path": ident.path,

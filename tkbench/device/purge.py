@@ -24,13 +24,14 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from tkbench import proc
 from tkbench.device._common import as_int, last_line, load_json_object, tool_hint
 from tkbench.device.identify import DeviceIdentity, NvmeCaps, parse_hdparm_identify
 from tkbench.errors import CommandError, DeviceError, InputError, ToolMissingError
+from tkbench.typed import Typed
 
 # method -> interface it applies to (None: any)
 METHODS: dict[str, str | None] = {
@@ -61,8 +62,8 @@ _SG_REJECTED = {5: "illegal request", 9: "invalid opcode"}
 
 
 @dataclass(frozen=True)
-class PurgeRecord:
-    """What a purge did, for the run directory and the report."""
+class PurgeRecord(Typed):
+    """What a purge did, for the run directory and the report (its fields, in order)."""
 
     device: str
     interface: str
@@ -73,22 +74,6 @@ class PurgeRecord:
     seconds: float = 0.0
     started_at: str = ""
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            f.name: list(getattr(self, f.name))
-            if isinstance(getattr(self, f.name), list)
-            else getattr(self, f.name)
-            for f in fields(self)
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PurgeRecord:
-        names = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        kwargs["commands"] = [dict(c) for c in kwargs.get("commands") or []]
-        kwargs["notes"] = list(kwargs.get("notes") or [])
-        return cls(**kwargs)
 
 
 class PurgeError(DeviceError):

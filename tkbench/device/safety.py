@@ -20,6 +20,7 @@ from tkbench.device._common import human_bytes, last_line, load_json_object, try
 from tkbench.device.identify import DeviceIdentity
 from tkbench.device.sysfs import Sysfs
 from tkbench.errors import InputError, SafetyError
+from tkbench.typed import Typed
 
 SYSTEM_MOUNTPOINTS = ("/", "/boot", "/usr")
 CHECK_TIMEOUT = 60.0
@@ -62,21 +63,13 @@ def strongest_first(reasons: list[Refusal]) -> list[Refusal]:
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """One reason not to touch a target."""
+class Refusal(Typed):
+    """One reason not to touch a target (its fields, in order, are its JSON)."""
 
     code: str  # mounted, swap, holders, system-disk, busy, read-only, signature, ...
     message: str
     force_overrides: bool = False
     note: bool = False  # told, never refused: a signature in tkbench's own data
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "force_overrides": self.force_overrides,
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True)

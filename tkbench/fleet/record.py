@@ -14,8 +14,8 @@ from tkbench.errors import RunDirError, TkbenchError
 from tkbench.fleet.drives import Drive
 from tkbench.fleet.outcomes import outcome
 from tkbench.rundir.jsonfile import read_json, write_json
-from tkbench.rundir.records.base import build, dump
 from tkbench.rundir.store import load_run
+from tkbench.typed import build, dump
 
 FLEET_FILE = "fleet.json"
 FORMAT = "tkbench-fleet"
@@ -36,6 +36,7 @@ class RunEntry:
     error: str | None = None  # the run's last error line, if it gave one
 
     def to_dict(self) -> dict[str, Any]:
+        # kept by hand: the computed "outcome" sits among the fields, after exit_code
         out = dump(self)
         at = list(out).index("exit_code") + 1  # "outcome" is written after it (not read)
         items = list(out.items())
@@ -59,6 +60,7 @@ class FleetRecord:
     runs: list[RunEntry]
 
     def to_dict(self) -> dict[str, Any]:
+        # kept by hand: the header keys first, each run with its outcome
         fields = dump(self)
         fields["runs"] = [r.to_dict() for r in self.runs]
         return {"format": FORMAT, "version": VERSION, **fields}

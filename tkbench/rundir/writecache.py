@@ -16,11 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from tkbench.device.cacherecord import WriteCacheRecord
-from tkbench.errors import RunDirError
+from tkbench.device.cacherecord import FILE, WriteCacheRecord
 from tkbench.rundir.jsonfile import read_json, write_json
-
-FILE = "write-cache.json"
 
 
 def load(root: Path) -> WriteCacheRecord | None:
@@ -28,11 +25,7 @@ def load(root: Path) -> WriteCacheRecord | None:
     path = Path(root) / FILE
     if not path.exists():
         return None
-    data = read_json(path)
-    try:
-        return WriteCacheRecord.from_dict(data)
-    except ValueError as exc:
-        raise RunDirError(f"{path}: {exc}") from None
+    return WriteCacheRecord.from_dict(read_json(path), path)
 
 
 class _Store(Protocol):

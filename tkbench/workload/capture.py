@@ -19,13 +19,13 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tkbench import __version__, proc
 from tkbench.device.sysfs import Sysfs
 from tkbench.errors import DeviceError, InputError
+from tkbench.typed import Typed
 from tkbench.units import parse_duration, timestamp
 from tkbench.workload.tkw import Workload, of_trace
 from tkbench.workload.trace import events, from_events
@@ -44,22 +44,16 @@ class TraceUnavailable(DeviceError):
 
 
 @dataclass(frozen=True)
-class Device:
-    """The block device a capture traces."""
+class Device(Typed):
+    """The block device a capture traces (its fields but ``base`` are what the
+    capture's record says of it)."""
 
     path: str
     name: str  # kernel name (nvme0n1, sda2)
     capacity_bytes: int
     logical_block_bytes: int
-    base: int  # first byte in the disk's numbering (a partition's start), else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "name": self.name,
-            "capacity_bytes": self.capacity_bytes,
-            "logical_block_bytes": self.logical_block_bytes,
-        }
+    # first byte in the disk's numbering (a partition's start), else 0
+    base: int = field(metadata={"internal": True})
 
 
 def device(path: str, sysfs: Sysfs | None = None) -> Device:

@@ -1,44 +1,33 @@
-"""What every record file of a run directory shares: its JSON, its version, its checks.
+"""What every record file of a run directory shares: its version and its checks.
 
-A record class is a frozen dataclass, and its fields *are* the file's format: their
-type hints say what a reader can rely on, their defaults what a file that lacks a
-field means.  :func:`build` turns a JSON object into the class, checking every field
-against its hint on the way (a run directory can be edited by hand, copied half or
-written by another tool: a wrong field is one line naming the file and the field,
-exit 2, never a ``TypeError`` deep in a report); :func:`dump` turns it back.
+A record class is a frozen dataclass, and its fields *are* the file's format, read
+and written by the one typed-record mechanism of :mod:`tkbench.typed`
+(:func:`build`, :func:`dump` and the field conventions ``minimum``,
+``numeric_keys``, ``omit_none``, ``omit_default``, ...; re-exported here for the
+run directory's readers): a wrong field is one line naming the file and the field,
+exit 2, never a ``TypeError`` deep in a report.
 
 Each top-level record (:class:`Record`) carries its format version in ``"schema"``.
 A file without one is version 1 (tkbench wrote none before versions were kept per
 file).  Reading applies the class's upgrade steps, one version at a time, so every
 file tkbench ever wrote still loads; a file of a newer version is refused.  The
 history of each format is in its class's docstring and in docs/run-directory.md.
-
-Field metadata (``dataclasses.field(metadata=...)``): ``minimum`` (a number's
-lower bound), ``numeric_keys`` (an object whose keys are numbers: percentiles
-``"99.99"``, histogram bins in ns), ``omit_none`` (not written while None),
-``omit_default`` (not written while it has its default: fields that only some
-tests use, so that other tests' files stay as before).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import types
-import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, TypeVar
 
 from tkbench.errors import RunDirError
+from tkbench.typed import build, dump, hints
+
+__all__ = ["Context", "Record", "Upgrade", "build", "dump", "hints"]
 
 R = TypeVar("R")
 Upgrade = Callable[[dict[str, Any], "Context"], dict[str, Any]]
-
-# numbers a record can hold: finite, and within what a date, a size or a count can be
-LIMIT = 2.0**63
-
-_HINTS: dict[type, dict[str, Any]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,169 +35,6 @@ class Context:
     """What an upgrade step may need from elsewhere in the run directory."""
 
     target_kind: str = ""  # the manifest's target kind: file | block | nbd
-
-
-def hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "list"
-    return type(value).__name__
-
-
-def _expected(hint: Any) -> list[str]:
-    origin = get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return [k for a in get_args(hint) for k in _expected(a)]
-    if hint is type(None):
-        return ["null"]
-    if hint is bool:
-        return ["boolean"]
-    if hint is int:
-        return ["integer"]
-    if hint is float:
-        return ["number"]
-    if hint is str:
-        return ["string"]
-    if hint is Any:
-        return ["any"]
-    if origin in (tuple, list) or hint in (tuple, list):
-        return ["list"]
-    return ["object"]  # a Mapping or a record
-
-
-def _fail(path: Path, where: str, value: Any, hint: Any) -> RunDirError:
-    kind = _kind(value)
-    return RunDirError(
-        f"{path}: field {where} is {'null' if kind == 'null' else f'a {kind}'}, "
-        f"expected {' or '.join(_expected(hint))}"
-    )
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
-
-
-def _convert(value: Any, hint: Any, where: str, path: Path, meta: Mapping[str, Any]) -> Any:
-    origin = get_origin(hint)
-    if hint is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        args = get_args(hint)
-        if value is None:
-            if type(None) in args:
-                return None
-            raise _fail(path, where, value, hint)
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            return _convert(value, inner[0], where, path, meta)
-        for a in inner:  # int | str and the like: the first that takes it
-            try:
-                return _convert(value, a, where, path, meta)
-            except RunDirError:
-                continue
-        raise _fail(path, where, value, hint)
-    kind = _kind(value)
-    if hint in (int, float):
-        if kind not in ("integer", "number") or (hint is int and kind != "integer"):
-            raise _fail(path, where, value, hint)
-        if not (math.isfinite(value) and abs(value) < LIMIT):
-            raise RunDirError(f"{path}: field {where} is {value!r}, not a usable number")
-        minimum = meta.get("minimum")
-        if minimum is not None and value < minimum:
-            raise RunDirError(f"{path}: field {where} is {value!r}, below {minimum}")
-        return hint(value)
-    if hint in (str, bool):
-        if kind != _expected(hint)[0]:
-            raise _fail(path, where, value, hint)
-        return value
-    if origin in (tuple, list):  # a record's sequence; a list in a mutable one (fleet.json)
-        if kind != "list":
-            raise _fail(path, where, value, hint)
-        item = get_args(hint)[0]
-        return origin(_convert(v, item, f"{where}[{i}]", path, {}) for i, v in enumerate(value))
-    if dataclasses.is_dataclass(hint):
-        if kind != "object":
-            raise _fail(path, where, value, hint)
-        return build(hint, value, path, f"{where}.")  # type: ignore[arg-type]
-    if origin in (Mapping, dict) or hint in (Mapping, dict):
-        if kind != "object":
-            raise _fail(path, where, value, hint)
-        args = get_args(hint)
-        item = args[1] if len(args) == 2 else Any
-        out = {}
-        for key, v in value.items():
-            if meta.get("numeric_keys") and not _is_number(key):
-                raise RunDirError(f"{path}: field {where} has the key {key!r}, not a number")
-            out[key] = _convert(v, item, f"{where}.{key}", path, {})
-        return out
-    raise TypeError(f"no conversion for {hint!r}")  # a record class of tkbench is wrong
-
-
-def build(cls: type[R], data: Any, path: Path, prefix: str = "") -> R:
-    """``data`` (a JSON object) as an instance of the record class ``cls``."""
-    if not isinstance(data, dict):
-        what = prefix.rstrip(".") or "the file"
-        raise RunDirError(f"{path}: {what} is not a JSON object")
-    kwargs: dict[str, Any] = {}
-    types_ = hints(cls)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init:
-            continue
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RunDirError(f"{path}: field {prefix}{f.name} is missing")
-            continue
-        kwargs[f.name] = _convert(data[f.name], types_[f.name], prefix + f.name, path, f.metadata)
-    return cls(**kwargs)
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dump(value)
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def dump(record: Any) -> dict[str, Any]:
-    """A record (or a part of one) as a JSON object, fields in their declared order
-    (a field with ``omit_none`` metadata is left out while it is None)."""
-    return {
-        f.name: _plain(value)
-        for f in dataclasses.fields(record)
-        if not _omitted(f, value := getattr(record, f.name))
-    }
-
-
-def _omitted(f: dataclasses.Field[Any], value: Any) -> bool:
-    if value is None and f.metadata.get("omit_none"):
-        return True
-    # fields newer than the format's first readers, written only when they say something
-    return bool(f.metadata.get("omit_default")) and value == (
-        f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    )
 
 
 class Record:

@@ -42,8 +42,11 @@ def _fact(value: Any, hint: Any) -> Any:
         return None
     if hint == str | None:
         return str(value)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
     if hint == int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value if number and isinstance(value, int) else None
+    if hint == float | None:
+        return float(value) if number else None
     if hint == tuple[str, ...]:
         return tuple(str(v) for v in value if v) if isinstance(value, list) else ()
     return value if isinstance(value, dict) else None  # a mapping of the device's
@@ -66,6 +69,7 @@ class DeviceFacts:
     physical_sector: int | None = None
     capacity_bytes: int | None = None
     emulated: bool = False  # the bundled SSD emulator behind an NBD export
+    synthetic: bool = False  # the tests' synthetic run generator: no drive was read
     emulator: str | None = None  # the emulator's description, where it gave one
     # a volume: the directory, its filesystem and what that is mounted from
     path: str | None = None
@@ -80,6 +84,10 @@ class DeviceFacts:
     host_link_recorded: bool = False
     host_link: dict[str, Any] | None = None
     form_factor: str | None = None
+    # the drive's warning (NVMe WCTEMP, a SCSI drive's trip temperature) and critical
+    # composite temperatures, as identified
+    warning_temp_c: float | None = None
+    critical_temp_c: float | None = None
 
     @classmethod
     def of(cls, identity: Mapping[str, Any]) -> DeviceFacts:
