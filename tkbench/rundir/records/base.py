@@ -17,7 +17,8 @@ Field metadata (``dataclasses.field(metadata=...)``): ``minimum`` (a number's
 lower bound), ``numeric_keys`` (an object whose keys are numbers: percentiles
 ``"99.99"``, histogram bins in ns), ``omit_none`` (not written while None),
 ``omit_default`` (not written while it has its default: fields that only some
-tests use, so that other tests' files stay as before).
+tests use, so that other tests' files stay as before), ``key`` (the field's name in
+the JSON where it cannot be a Python name: ``"p99.9"``).
 """
 
 from __future__ import annotations
@@ -174,11 +175,12 @@ def build(cls: type[R], data: Any, path: Path, prefix: str = "") -> R:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init:
             continue
-        if f.name not in data:
+        key = _key(f)
+        if key not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RunDirError(f"{path}: field {prefix}{f.name} is missing")
+                raise RunDirError(f"{path}: field {prefix}{key} is missing")
             continue
-        kwargs[f.name] = _convert(data[f.name], types_[f.name], prefix + f.name, path, f.metadata)
+        kwargs[f.name] = _convert(data[key], types_[f.name], prefix + key, path, f.metadata)
     return cls(**kwargs)
 
 
@@ -196,10 +198,14 @@ def dump(record: Any) -> dict[str, Any]:
     """A record (or a part of one) as a JSON object, fields in their declared order
     (a field with ``omit_none`` metadata is left out while it is None)."""
     return {
-        f.name: _plain(value)
+        _key(f): _plain(value)
         for f in dataclasses.fields(record)
         if not _omitted(f, value := getattr(record, f.name))
     }
+
+
+def _key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("key", f.name))
 
 
 def _omitted(f: dataclasses.Field[Any], value: Any) -> bool:
