@@ -241,8 +241,15 @@ def test_too_new_too_old_and_damaged_files_are_one_clear_error() -> None:
     with pytest.raises(InputError, match="not a tkbench workload file"):
         tkw.decode(gzip.compress(b"hello\n{}\n"), "w.tkw")
     bad = {**workload().header["reduction"], "streams": [{"rw": "read", "bs": "4k"}]}
-    with pytest.raises(InputError, match=r"^w\.tkw is damaged: its header's reduction is not"):
+    damaged = r"^w\.tkw is damaged: its header's field "
+    with pytest.raises(InputError, match=damaged + r"reduction\.streams\[0\]\.bs is a string"):
         tkw.decode(_rewrite(good, {"reduction": bad}), "w.tkw")
+    with pytest.raises(InputError, match=damaged + "device is null, expected object$"):
+        tkw.decode(_rewrite(good, {"device": None}), "w.tkw")
+    with pytest.raises(InputError, match=damaged + r"device\.capacity_bytes is -1, below 0$"):
+        tkw.decode(_rewrite(good, {"device": {"capacity_bytes": -1}}), "w.tkw")
+    with pytest.raises(InputError, match=damaged + "dropped_events is a string"):
+        tkw.decode(_rewrite(good, {"dropped_events": "3"}), "w.tkw")
 
 
 def test_a_workload_file_is_never_written_over_another_users_file(tmp_path: Path) -> None:

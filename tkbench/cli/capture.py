@@ -112,7 +112,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         workload = capturemod.capture(dev.path, seconds, progress)
     tkw.write(out, workload)
     red = workload.reduction
-    dropped = int(workload.header.get("dropped_events", 0))
+    dropped = workload.info.dropped_events
     if dropped:
         warn(f"blktrace dropped {dropped} events: the trace misses some I/Os")
     if not red.ios:
@@ -150,15 +150,15 @@ def _bar(seconds: float) -> Iterator[capturemod.Progress | None]:
 def show_json(workload: tkw.Workload, path: Path) -> dict[str, Any]:
     """The document of ``capture show --json``."""
     red = workload.header["reduction"]  # as the file holds it
-    head = workload.header
+    head = workload.info
     return {
         "schema": SHOW_SCHEMA,
         "file": str(path),
-        "format": head["format"],
-        "device": head["device"],
-        "captured_at": head.get("captured_at"),
-        "duration_s": head.get("duration_s"),
-        "dropped_events": head.get("dropped_events", 0),
+        "format": head.format,
+        "device": workload.header["device"],  # as the file holds it
+        "captured_at": head.captured_at,
+        "duration_s": head.duration_s,
+        "dropped_events": head.dropped_events,
         **red,
         "streams": [{k: s[k] for k in STREAM_KEYS} for s in red["streams"]],
     }
@@ -175,12 +175,12 @@ def cmd_capture_show(args: argparse.Namespace) -> int:
 
 def format_workload(workload: tkw.Workload) -> str:
     red = workload.reduction
-    dev = workload.header["device"]
+    dev = workload.info.device
     qd, gap = red.queue_depth, red.interarrival_us
     lines = [
-        f"device      {printable(str(dev.get('path')))} "
-        f"({human_bytes(int(dev['capacity_bytes']))}), captured "
-        f"{printable(str(workload.header.get('captured_at')))} for "
+        f"device      {printable(dev.path or 'None')} "
+        f"({human_bytes(dev.capacity_bytes)}), captured "
+        f"{printable(str(workload.info.captured_at))} for "
         f"{format_duration(red.duration_s)}",
         f"I/Os        {red.ios:,} ({human_bytes(red.bytes)}); {red.trims:,} trims",
         f"mix         {red.read_pct:.1f} % reads ({red.read_bytes_pct:.1f} % of bytes), "

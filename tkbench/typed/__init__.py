@@ -20,7 +20,8 @@ Field conventions, as ``dataclasses.field(metadata=...)`` (:class:`Conventions`)
 * ``omit_default``: not written while it has its default (fields that only some
   tests use, so that other tests' files stay as before);
 * ``digits``: a number written rounded to that many decimals;
-* ``internal``: never written (a field the program keeps beside the format).
+* ``internal``: never written (a field the program keeps beside the format);
+* ``key``: the field's name in the JSON where that is no Python name (``"p99.9"``).
 
 A class may name properties in ``DERIVED``: they are written after the fields, for
 readers of the JSON that want them computed, and never read back.
@@ -66,6 +67,7 @@ class Conventions:
     omit_default: bool = False
     digits: int | None = None
     internal: bool = False
+    key: str = ""  # the JSON's name of the field, when not the field's own
 
 
 _PLAIN = Conventions()
@@ -148,13 +150,13 @@ class _Reader:
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             if not f.init:
                 continue
-            if f.name not in data:
+            meta = conventions(f)
+            key = meta.key or f.name
+            if key not in data:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise self.error(f"{self.path}: field {prefix}{f.name} is missing")
+                    raise self.error(f"{self.path}: field {prefix}{key} is missing")
                 continue
-            kwargs[f.name] = self.value(
-                data[f.name], types_[f.name], prefix + f.name, conventions(f)
-            )
+            kwargs[f.name] = self.value(data[key], types_[f.name], prefix + key, meta)
         return cls(**kwargs)
 
     def value(self, value: Any, hint: Any, where: str, meta: Conventions) -> Any:
@@ -252,7 +254,9 @@ def dump(record: Any) -> dict[str, Any]:
         meta = conventions(f)
         value = getattr(record, f.name)
         if not _omitted(f, meta, value):
-            out[f.name] = round(value, meta.digits) if meta.digits is not None else _plain(value)
+            out[meta.key or f.name] = (
+                round(value, meta.digits) if meta.digits is not None else _plain(value)
+            )
     for name in getattr(type(record), "DERIVED", ()):
         out[name] = _plain(getattr(record, name))
     return out

@@ -19,7 +19,6 @@ over another user's file or a run directory's records).
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import hashlib
 import json
@@ -35,6 +34,7 @@ import numpy as np
 
 from tkbench.errors import InputError
 from tkbench.outputs.files import write_output
+from tkbench.typed import build, dump
 from tkbench.workload.reduce import reduce
 from tkbench.workload.trace import Trace
 
@@ -68,18 +68,37 @@ class Stream:
     share_bytes: float
 
 
+_OPTIONAL = {"omit_none": True}
+
+
 @dataclass(frozen=True)
 class Summary:
-    """A distribution as :mod:`.reduce` summarises it (values None when it has no
-    samples)."""
+    """A distribution as :mod:`.reduce` summarises it (values None, and absent from its
+    JSON, when it has no samples)."""
 
     samples: int = 0
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    p99_9: float | None = None
-    max: float | None = None
+    mean: float | None = field(default=None, metadata=_OPTIONAL)
+    p50: float | None = field(default=None, metadata=_OPTIONAL)
+    p90: float | None = field(default=None, metadata=_OPTIONAL)
+    p99: float | None = field(default=None, metadata=_OPTIONAL)
+    p99_9: float | None = field(default=None, metadata={**_OPTIONAL, "key": "p99.9"})
+    max: float | None = field(default=None, metadata=_OPTIONAL)
+
+
+@dataclass(frozen=True)
+class QueueDepth(Summary):
+    """The queue depth each I/O saw, summarised, with the share (percent) of I/Os per
+    depth (keys: the depths, as JSON keeps them)."""
+
+    share: Mapping[str, float] = field(default_factory=dict, metadata={"numeric_keys": True})
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Service times (microseconds) of the reads and of the writes."""
+
+    read: Summary = Summary()
+    write: Summary = Summary()
 
 
 @dataclass(frozen=True)
@@ -95,9 +114,9 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Reduction:
-    """A workload's reduction (:func:`.reduce.reduce`), typed: read once from the JSON
-    a workload file's header or a replay stage's ``test.json`` (``capture``) holds, by
-    :meth:`parse`; :meth:`to_json` gives that JSON back."""
+    """A workload's reduction (:func:`.reduce.reduce`), typed: its fields are the JSON
+    a workload file's header and a replay stage's ``test.json`` (``capture``) hold, read
+    once by :meth:`parse` and given back by :meth:`to_json`."""
 
     ios: int = 0
     bytes: int = 0
@@ -112,11 +131,9 @@ class Reduction:
     mbps: float = 0.0
     streams: tuple[Stream, ...] = ()
     timeline: Timeline = Timeline()
-    queue_depth: Summary = Summary()
-    queue_depth_share: Mapping[int, float] = field(default_factory=dict)  # % of I/Os per depth
+    queue_depth: QueueDepth = QueueDepth()
     interarrival_us: Summary = Summary()
-    read_latency_us: Summary = Summary()
-    write_latency_us: Summary = Summary()
+    latency_us: Latency = Latency()
     heat: tuple[int, ...] = ()  # reads and writes per 1 % of the capacity
 
     @classmethod
@@ -124,93 +141,67 @@ class Reduction:
         """The reduction in ``data`` (keys it lacks take their defaults: a stored
         ``capture`` may hold a part); :class:`InputError` naming what is wrong."""
         try:
-            tl = dict(data.get("timeline", {}))
-            qd = dict(data.get("queue_depth", {}))
-            lat = dict(data.get("latency_us", {}))
-            return cls(
-                ios=int(data.get("ios", 0)),
-                bytes=int(data.get("bytes", 0)),
-                trims=int(data.get("trims", 0)),
-                trim_bytes=int(data.get("trim_bytes", 0)),
-                capacity_bytes=int(data.get("capacity_bytes", 0)),
-                duration_s=float(data.get("duration_s", 0.0)),
-                read_pct=float(data.get("read_pct", 0.0)),
-                read_bytes_pct=float(data.get("read_bytes_pct", 0.0)),
-                random_pct=float(data.get("random_pct", 0.0)),
-                iops=float(data.get("iops", 0.0)),
-                mbps=float(data.get("mbps", 0.0)),
-                streams=tuple(
-                    Stream(
-                        rw=str(s["rw"]),
-                        bs=int(s["bs"]),
-                        pattern=str(s["pattern"]),
-                        ios=int(s["ios"]),
-                        bytes=int(s["bytes"]),
-                        share_ios=float(s["share_ios"]),
-                        share_bytes=float(s["share_bytes"]),
-                    )
-                    for s in data.get("streams", ())
-                ),
-                timeline=Timeline(
-                    float(tl.get("interval_s", 1.0)),
-                    *(tuple(float(v) for v in tl.get(k, ())) for k in _SERIES),
-                ),
-                queue_depth=_summary(qd),
-                queue_depth_share={int(k): float(v) for k, v in qd.get("share", {}).items()},
-                interarrival_us=_summary(data.get("interarrival_us", {})),
-                read_latency_us=_summary(lat.get("read", {})),
-                write_latency_us=_summary(lat.get("write", {})),
-                heat=tuple(int(v) for v in data.get("heat", ())),
-            )
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise InputError(f"{name}'s reduction is not one ({exc!r})") from None
+            return build(cls, data, Path(name), error=InputError)
+        except InputError as exc:  # "NAME: field ... is ...": the field is what to say
+            detail = str(exc).removeprefix(f"{name}: ")
+            raise InputError(f"{name}'s reduction is not one ({detail})") from None
 
     def to_json(self) -> dict[str, Any]:
         """The reduction as JSON, as :func:`.reduce.reduce` made it."""
-        return {
-            **{k: getattr(self, k) for k in (*_INTS, *_FLOATS)},
-            "streams": [dataclasses.asdict(s) for s in self.streams],
-            "timeline": {
-                "interval_s": self.timeline.interval_s,
-                **{k: list(getattr(self.timeline, k)) for k in _SERIES},
-            },
-            "queue_depth": {
-                **_summary_json(self.queue_depth),
-                "share": {str(k): v for k, v in self.queue_depth_share.items()},
-            },
-            "interarrival_us": _summary_json(self.interarrival_us),
-            "latency_us": {
-                "read": _summary_json(self.read_latency_us),
-                "write": _summary_json(self.write_latency_us),
-            },
-            "heat": list(self.heat),
-        }
+        return dump(self)
+
+    @property
+    def read_latency_us(self) -> Summary:
+        return self.latency_us.read
+
+    @property
+    def write_latency_us(self) -> Summary:
+        return self.latency_us.write
+
+    @property
+    def queue_depth_share(self) -> dict[int, float]:
+        """The percent of I/Os per queue depth."""
+        return {int(k): v for k, v in self.queue_depth.share.items()}
 
 
-_INTS = ("ios", "bytes", "trims", "trim_bytes", "capacity_bytes")
-_FLOATS = ("duration_s", "read_pct", "read_bytes_pct", "random_pct", "iops", "mbps")
-_SERIES = ("read_iops", "write_iops", "read_mbps", "write_mbps")
-# a summary's keys in its JSON, by field
-_SUMMARY = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"),
-            ("p99_9", "p99.9"), ("max", "max"))  # fmt: skip
+@dataclass(frozen=True)
+class Source:
+    """The device a workload was captured on."""
+
+    capacity_bytes: int = field(metadata={"minimum": 0})
+    path: str = ""
+    name: str = ""
+    logical_block_bytes: int = 512
 
 
-def _summary(data: Mapping[str, Any]) -> Summary:
-    return Summary(
-        int(data.get("samples", 0)), *(float(data[k]) if k in data else None for _, k in _SUMMARY)
-    )
+@dataclass(frozen=True)
+class Header:
+    """A workload file's header, typed (the reduction is :class:`Reduction`)."""
+
+    device: Source
+    reduction: Reduction
+    format: int = FORMAT
+    rows: int = field(default=0, metadata={"minimum": 0})
+    duration_s: float | None = None
+    captured_at: str | None = None
+    tool: str = ""
+    tkbench: str = ""
+    dropped_events: int = 0
 
 
-def _summary_json(s: Summary) -> dict[str, Any]:
-    return {
-        "samples": s.samples,
-        **{k: getattr(s, f) for f, k in _SUMMARY if getattr(s, f) is not None},
-    }
+def read_header(data: Mapping[str, Any]) -> Header:
+    """``data`` (a workload's header as JSON) typed; :class:`InputError` naming the field
+    that is wrong."""
+    try:
+        return build(Header, data, Path("its header"), error=InputError)
+    except InputError as exc:  # "its header: field ... is ...": one line
+        raise InputError(str(exc).replace("its header: field", "its header's field", 1)) from None
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A workload file's contents: its header (with the reduction) and its trace."""
+    """A workload file's contents: its header (as the file holds it, typed once in
+    :attr:`info`) and its trace."""
 
     header: dict[str, Any]
     trace: Trace
@@ -219,15 +210,18 @@ class Workload:
     sha256: str = ""
     size: int = 0
 
-    # its header's reduction, read once
-    reduction: Reduction = field(init=False, repr=False, compare=False)
+    info: Header = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "reduction", Reduction.parse(self.header["reduction"]))
+        object.__setattr__(self, "info", read_header(self.header))
+
+    @property
+    def reduction(self) -> Reduction:
+        return self.info.reduction
 
     @property
     def capacity_bytes(self) -> int:
-        return int(self.header["device"]["capacity_bytes"])
+        return self.info.device.capacity_bytes
 
 
 def of_trace(trace: Trace, device: dict[str, Any], duration_s: float, **header: Any) -> Workload:
@@ -283,17 +277,17 @@ def decode(data: bytes, name: str = "workload file") -> Workload:
             f"{name} has workload format {version}, older than this tkbench reads "
             f"({OLDEST} to {FORMAT}): capture the workload again"
         )
-    trace = _columns(raw[end + 1 :], header, name)
     try:
-        return Workload(header, trace, hashlib.sha256(data).hexdigest(), len(data))
+        rows = read_header(header).rows
     except InputError as exc:
         raise InputError(f"{name} is damaged: {exc}") from None
+    trace = _columns(raw[end + 1 :], rows, name)
+    return Workload(header, trace, hashlib.sha256(data).hexdigest(), len(data))
 
 
-def _columns(body: bytes, header: dict[str, Any], name: str) -> Trace:
-    rows = header.get("rows")
+def _columns(body: bytes, rows: int, name: str) -> Trace:
     widths = [np.dtype(dt).itemsize for _, dt in COLUMNS]
-    if not isinstance(rows, int) or rows < 0 or len(body) != rows * sum(widths):
+    if len(body) != rows * sum(widths):
         raise InputError(
             f"{name} is damaged: its trace holds {len(body)} bytes, not the {rows!r} rows "
             "its header names"
@@ -305,9 +299,6 @@ def _columns(body: bytes, header: dict[str, Any], name: str) -> Trace:
     trace = Trace(*cols)
     if rows and (np.any(np.diff(trace.issue_ns.astype(np.int64)) < 0) or trace.op.max() > 2):
         raise InputError(f"{name} is damaged: its trace is out of order or has unknown I/Os")
-    for key in ("device", "reduction"):
-        if not isinstance(header.get(key), dict):
-            raise InputError(f"{name} is damaged: its header has no {key}")
     return trace
 
 
