@@ -39,6 +39,10 @@ Upgrade = Callable[[dict[str, Any], "Context"], dict[str, Any]]
 LIMIT = 2.0**63
 
 _HINTS: dict[type, dict[str, Any]] = {}
+# per record class, what build reads of each field: name, hint, metadata, required
+_PLANS: dict[type, list[tuple[str, Any, Mapping[str, Any], bool]]] = {}
+_ORIGINS: dict[Any, Any] = {}  # get_origin of each hint, asked once
+_UNIONS: dict[Any, tuple[bool, tuple[Any, ...]]] = {}  # a union: takes None, its other members
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,17 +112,49 @@ def _is_number(text: str) -> bool:
         return False
 
 
+def _plan(cls: type) -> list[tuple[str, Any, Mapping[str, Any], bool]]:
+    if cls not in _PLANS:
+        types_ = hints(cls)
+        _PLANS[cls] = [
+            (
+                f.name,
+                types_[f.name],
+                f.metadata,
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        ]
+    return _PLANS[cls]
+
+
+def _origin(hint: Any) -> Any:
+    try:
+        return _ORIGINS[hint]
+    except KeyError:
+        _ORIGINS[hint] = found = get_origin(hint)
+        return found
+    except TypeError:  # a hint that cannot be a key
+        return get_origin(hint)
+
+
 def _convert(value: Any, hint: Any, where: str, path: Path, meta: Mapping[str, Any]) -> Any:
-    origin = get_origin(hint)
+    if hint is str or hint is bool:  # the commonest fields, checked first
+        if not isinstance(value, hint):
+            raise _fail(path, where, value, hint)
+        return value
+    origin = _origin(hint)
     if hint is Any:
         return value
     if origin in (typing.Union, types.UnionType):
-        args = get_args(hint)
+        if hint not in _UNIONS:
+            args = get_args(hint)
+            _UNIONS[hint] = (type(None) in args, tuple(a for a in args if a is not type(None)))
+        optional, inner = _UNIONS[hint]
         if value is None:
-            if type(None) in args:
+            if optional:
                 return None
             raise _fail(path, where, value, hint)
-        inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _convert(value, inner[0], where, path, meta)
         for a in inner:  # int | str and the like: the first that takes it
@@ -127,9 +163,12 @@ def _convert(value: Any, hint: Any, where: str, path: Path, meta: Mapping[str, A
             except RunDirError:
                 continue
         raise _fail(path, where, value, hint)
-    kind = _kind(value)
-    if hint in (int, float):
-        if kind not in ("integer", "number") or (hint is int and kind != "integer"):
+    if hint is int or hint is float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (hint is int and not isinstance(value, int))
+        ):
             raise _fail(path, where, value, hint)
         if not (math.isfinite(value) and abs(value) < LIMIT):
             raise RunDirError(f"{path}: field {where} is {value!r}, not a usable number")
@@ -137,10 +176,7 @@ def _convert(value: Any, hint: Any, where: str, path: Path, meta: Mapping[str, A
         if minimum is not None and value < minimum:
             raise RunDirError(f"{path}: field {where} is {value!r}, below {minimum}")
         return hint(value)
-    if hint in (str, bool):
-        if kind != _expected(hint)[0]:
-            raise _fail(path, where, value, hint)
-        return value
+    kind = _kind(value)
     if origin in (tuple, list):  # a record's sequence; a list in a mutable one (fleet.json)
         if kind != "list":
             raise _fail(path, where, value, hint)
@@ -170,15 +206,12 @@ def build(cls: type[R], data: Any, path: Path, prefix: str = "") -> R:
         what = prefix.rstrip(".") or "the file"
         raise RunDirError(f"{path}: {what} is not a JSON object")
     kwargs: dict[str, Any] = {}
-    types_ = hints(cls)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init:
+    for name, hint, meta, required in _plan(cls):
+        if name not in data:
+            if required:
+                raise RunDirError(f"{path}: field {prefix}{name} is missing")
             continue
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RunDirError(f"{path}: field {prefix}{f.name} is missing")
-            continue
-        kwargs[f.name] = _convert(data[f.name], types_[f.name], prefix + f.name, path, f.metadata)
+        kwargs[name] = _convert(data[name], hint, prefix + name, path, meta)
     return cls(**kwargs)
 
 
