@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,13 +50,15 @@ class EntryChecks:
     checks: tuple[CheckRow, ...] = ()
     # the JSON read (checks.json's record, or an older tkbench's dict): written back
     # and shown by ``history --json`` unchanged, never read for anything else; None
-    # for checks made here
-    stored: Mapping[str, Any] | None = field(default=None, repr=False)
+    # for checks made here (not a field of the JSON: build leaves it alone)
+    stored: Mapping[str, Any] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def read(cls, data: Any, where: Path) -> EntryChecks:
         """The checks of the JSON object ``data`` (``where``: the run, for messages)."""
-        return replace(build(cls, data, where, "checks."), stored=data)
+        checks = build(cls, data, where, "checks.")
+        object.__setattr__(checks, "stored", data)  # frozen: set once, as it is made
+        return checks
 
     def to_json(self) -> Mapping[str, Any]:
         """The JSON the history keeps: as read, else the verdict and the checks."""
