@@ -169,3 +169,19 @@ def test_a_part_not_as_tkbench_writes_it_is_one_line(
         assert code == 2, argv
         assert err.count("\n") == 1 and "Traceback" not in err
         assert "unreadable row" in err and RUN_DIR in err and field in err, err
+
+
+def test_an_empty_object_stays_an_empty_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A column holding ``{}`` (no figures, not null) is shown and kept as ``{}``."""
+    location = str(tmp_path / "h.sqlite")
+    history.open_history(location).put([_entry()])
+    _set(location, {"repeats": "{}", "volume": "{}"})
+    code, out, _ = _tk(["history", "--history", location, "--json"], capsys)
+    assert code == 0
+    (shown,) = json.loads(out)
+    assert shown["repeats"] == {} and shown["volume"] == {}
+    h = history.open_history(location)
+    h.put(h.entries())
+    assert _stored(location)["volume"] == "{}"

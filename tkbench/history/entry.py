@@ -185,9 +185,8 @@ def from_row(row: Mapping[str, Any]) -> Entry:
     values["headline"] = json.loads(row["headline"] or "{}")
     checks = loads(row["checks"])
     values["checks"] = EntryChecks.read(checks, where) if checks is not None else None
-    repeats, volume = loads(row["repeats"]), loads(row["volume"])
-    values["repeats"] = figures(RepeatFigures, repeats, where, "repeats") if repeats else None
-    values["volume"] = figures(VolumeFigure, volume, where, "volume") if volume else None
+    values["repeats"] = figures(RepeatFigures, loads(row["repeats"]), where, "repeats")
+    values["volume"] = figures(VolumeFigure, loads(row["volume"]), where, "volume")
     return Entry(**values)
 
 

@@ -121,8 +121,11 @@ class ManifestTarget:
     target: TargetIdentity | None = None
 
 
-def figures(cls: type[R], data: Any, where: Path, column: str) -> dict[str, R]:
-    """A JSON object of figures by key (the repeats or volume column) as records."""
+def figures(cls: type[R], data: Any, where: Path, column: str) -> dict[str, R] | None:
+    """A JSON object of figures by key (the repeats or volume column) as records;
+    None for a null column."""
+    if data is None:
+        return None
     if not isinstance(data, dict):
         raise RunDirError(f"{where}: field {column} is not a JSON object")
     return {key: build(cls, fig, where, f"{column}.{key}.") for key, fig in data.items()}
