@@ -74,7 +74,7 @@ sys.path.insert(0, str(ROOT))  # the PostgreSQL server, the browser, the runs: t
 from tests._chromium import running_browser  # noqa: E402
 from tests._postgres import running_server  # noqa: E402
 from tests.synthetic import make_synthetic_run  # noqa: E402
-from tkbench.history import Entry, open_history  # noqa: E402
+from tkbench.history import Entry, EntryChecks, RepeatFigures, open_history  # noqa: E402
 
 GOAL_SECONDS, GOAL_MB, GOAL_PAGE_MB, GOAL_REPORT_SECONDS = 15.0, 500.0, 2.0, 20.0
 DRIVES, MODELS, RIGS = 200, 10, 50
@@ -124,13 +124,12 @@ def entries(n: int, seed: int = 0) -> Iterator[Entry]:
             ],
         }  # fmt: skip
         repeats = {
-            f"4k-fsync 4k {mix}": {
-                "mean": 120.0 * factor, "mean_abs_dev_pct": 1.5, "stdev": 2.1, "runs": 5
-            }
+            f"4k-fsync 4k {mix}": RepeatFigures(120.0 * factor, 1.5, 2.1, 5)
             for mix in ("0/100", "100/0")
-        }  # fmt: skip
+        }
+        run_dir = f"/srv/tkbench/rig-{drive // 4:02d}/runs/{night:03d}-{drive:03d}"
         yield Entry(
-            run_dir=f"/srv/tkbench/rig-{drive // 4:02d}/runs/{night:03d}-{drive:03d}",
+            run_dir=run_dir,
             started=started,
             ended=started + 1800.0,
             status=status,
@@ -142,7 +141,7 @@ def entries(n: int, seed: int = 0) -> Iterator[Entry]:
             firmware="FW1.0" if night < 183 else "FW2.0",
             capacity=1_920_383_410_176,
             headline={k: v * factor * rng.gauss(1.0, 0.01) for k, v in HEADLINE.items()},
-            checks=checks,
+            checks=EntryChecks.read(checks, Path(run_dir)),
             rig=f"rig-{drive // 4:02d}",
             run_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
             repeats=repeats,

@@ -28,7 +28,7 @@ from tkbench.dashboard import build_site
 from tkbench.dashboard.chart import nice_ticks
 from tkbench.dashboard.model import number, page_name
 from tkbench.dashboard.site import render as build_pages
-from tkbench.history import Entry, baseline_of
+from tkbench.history import Entry, VolumeFigure, baseline_of
 from tkbench.outputs.checks import criterion_checks
 from tkbench.rundir.records import Checks
 from tkbench.rundir.store import load_run
@@ -609,7 +609,7 @@ def test_the_dashboard_is_documented(capsys: pytest.CaptureFixture[str]) -> None
 def _night(started: float, mean: float, stdev: float) -> Entry:
     """A copy benchmark's night on volume V: no headline numbers, one figure kept with
     the spread of its three runs (as the history's volume column keeps it)."""
-    fig = {"value": mean, "unit": "MB/s", "mean_abs_dev_pct": 1.0, "stdev": stdev, "runs": 3}
+    fig = VolumeFigure(value=mean, unit="MB/s", mean_abs_dev_pct=1.0, stdev=stdev, runs=3)
     return Entry(
         run_dir=f"/nonexistent/copy-{started}",
         started=started,

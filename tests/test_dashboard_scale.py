@@ -20,7 +20,7 @@ from tkbench.dashboard import build_site
 from tkbench.dashboard.model import build as build_whole
 from tkbench.dashboard.model import number
 from tkbench.dashboard.site import render
-from tkbench.history import Entry, baseline_of
+from tkbench.history import CheckRow, Entry, EntryChecks, baseline_of
 from tkbench.outputs.checks import regression_checks
 
 PAGE_BOUND = 2_000_000  # bytes: the goal of a page at any size of history
@@ -63,10 +63,10 @@ def lab(nights: int = NIGHTS) -> list[Entry]:
                         * rng.gauss(1.0, 0.02)
                         for k in KEYS
                     },
-                    checks={
-                        "passed": not failed,
-                        "checks": [{"name": "steady state", "passed": not failed, "message": "x"}],
-                    },
+                    checks=EntryChecks(
+                        passed=not failed,
+                        checks=(CheckRow("steady state", passed=not failed, message="x"),),
+                    ),
                     run_id=str(uuid.UUID(int=i + 1, version=4)),
                 )
             )

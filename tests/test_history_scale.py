@@ -27,7 +27,7 @@ from tests import _rundir_outputs as outputs
 from tkbench import cli, history
 from tkbench.engine.runs import check_outputs
 from tkbench.errors import InputError
-from tkbench.history import Entry, base, entry
+from tkbench.history import Entry, EntryChecks, RepeatFigures, base, entry
 from tkbench.rundir import store
 
 SMALL_RUN = outputs.RUNDIRS / "file-a"
@@ -55,10 +55,14 @@ def lab_entries(n: int) -> list[Entry]:
                 firmware="FW1",
                 capacity=10**12,
                 headline={"iops: iops 4k 0/100": 1000.0 + i, "latency: lat_mean 4k 0/100": 0.1},
-                checks={"passed": bool(i % 2), "checks": []} if i % 4 else None,
+                checks=EntryChecks.read({"passed": bool(i % 2), "checks": []}, Path("lab"))
+                if i % 4
+                else None,
                 rig="rig-1" if i % 2 else None,
                 run_id=str(uuid.UUID(int=i + 1, version=4)),
-                repeats={"4k-fsync 4k 0/100": {"mean": 1.5, "runs": 3}} if i % 6 == 0 else None,
+                repeats={"4k-fsync 4k 0/100": RepeatFigures(1.5, 2.0, 0.5, 3)}
+                if i % 6 == 0
+                else None,
             )
         )
     return out

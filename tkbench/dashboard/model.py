@@ -35,8 +35,9 @@ from markupsafe import Markup
 
 from tkbench.analysis import better_is_higher
 from tkbench.history import Entry, baseline_of
+from tkbench.history.parts import EntryChecks
 from tkbench.kinds.figures import unit_of
-from tkbench.outputs.checks import history_figure_runs, regression_checks, volume_regression_checks
+from tkbench.outputs.checks import regression_checks, volume_regression_checks
 from tkbench.vocab import metric
 
 REPORTS = ("report.html", "report.pdf")  # what a run directory's report is called, preferred first
@@ -142,8 +143,7 @@ class RunView:
         """Its headline numbers and its volume figures (keyed ``"TEST NAME"``)."""
         if not self.entry.volume:
             return self.entry.headline  # read only: one dict a run, not two
-        figures = history_figure_runs(self.entry.volume)
-        return {**self.entry.headline, **{k: f.mean for k, f in figures.items()}}
+        return {**self.entry.headline, **{k: f.value for k, f in self.entry.volume.items()}}
 
     @property
     def verdict(self) -> str:
@@ -348,23 +348,14 @@ def _slim(e: Entry) -> Entry:
     lab's year is tens of thousands of entries in memory at once)."""
     checks = e.checks
     if checks is not None:
-        failed = [
-            c
-            for c in checks.get("checks", [])
-            if not c.get("passed", False) and c.get("kind") != "regression"
-        ]
-        checks = {"checks": failed}
+        checks = EntryChecks(checks.passed, checks.failed_acceptance())
     return replace(e, checks=checks, repeats=None)
 
 
 def _acceptance(e: Entry) -> tuple[str, tuple[str, ...]]:
     if e.checks is None:
         return "not checked", ()
-    failed = tuple(
-        f"{c.get('name', '?')}: {c.get('message', '')}"
-        for c in e.checks.get("checks", [])
-        if not c.get("passed", False) and c.get("kind") != "regression"
-    )
+    failed = tuple(f"{c.name}: {c.message}" for c in e.checks.failed_acceptance())
     return ("FAIL" if failed else "PASS"), failed
 
 
@@ -467,9 +458,7 @@ def _view(
             suspects = _beyond(_known(e.headline), before, threshold)
             checks = regression_checks(
                 suspects, before, threshold, label
-            ) + volume_regression_checks(
-                history_figure_runs(e.volume), history_figure_runs(base.volume), threshold, label
-            )
+            ) + volume_regression_checks(e.figure_runs(), base.figure_runs(), threshold, label)
             regressions = tuple(
                 Regression(c.name.removeprefix("regression: "), c.message)
                 for c in checks

@@ -460,7 +460,7 @@ def finish_checks(
                 prev = None
             if prev is not None:
                 base, baseline_name = prev.headline, prev.run_dir
-                base_figures = checkmod.history_figure_runs(prev.volume)
+                base_figures = prev.figure_runs()
         if base is not None and baseline_name is not None:
             found += checkmod.regression_checks(headline(run), base, limit, baseline_name)
             found += checkmod.volume_regression_checks(

@@ -32,16 +32,21 @@ from tkbench.history.entry import (
     json_chunks,
     listing_lines,
 )
+from tkbench.history.parts import CheckRow, EntryChecks, RepeatFigures, VolumeFigure
 from tkbench.history.schema import HISTORY_VERSION
 
 __all__ = [
     "COLUMNS",
     "HISTORY_VERSION",
     "SYSTEM_PATH",
+    "CheckRow",
     "Entry",
+    "EntryChecks",
     "History",
     "Indexed",
+    "RepeatFigures",
     "Stale",
+    "VolumeFigure",
     "baseline_of",
     "check_location",
     "default_location",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tkbench.errors import InputError
+from tkbench.errors import InputError, RunDirError
 from tkbench.history.entry import (
     COLUMNS,
     OPTIONAL,
@@ -168,15 +168,17 @@ class History(ABC):
         limit: int | None = None,
         skip: Collection[str] = (),
     ) -> Generator[dict[str, Any], None, None]:
-        """The rows matching ``filters``, one at a time; ``ordered``: in the order of
-        :func:`.entry.sort_key` (drive, entries without a start time first, time,
-        directory), sorted by the database; ``limit``: at most that many."""
+        """The rows matching ``filters``, one at a time, each with every column of
+        :data:`STORED` (null where an older version lacks it, or in ``skip``);
+        ``ordered``: in the order of :func:`.entry.sort_key` (drive, entries without a
+        start time first, time, directory), sorted by the database; ``limit``: at most
+        that many."""
         with self._reader() as con:
             if con is None:
                 return
             columns = self._columns(con)
-            present = [c for c in STORED if c in columns and c not in skip]
-            sql = f"SELECT {', '.join(present)} FROM runs WHERE 1=1"
+            read = [c if c in columns and c not in skip else f"NULL AS {c}" for c in STORED]
+            sql = f"SELECT {', '.join(read)} FROM runs WHERE 1=1"
             args: list[Any] = []
             for col, val in filters.items():
                 if val is not None:
@@ -193,7 +195,7 @@ class History(ABC):
             if limit is not None:
                 sql += f" LIMIT {int(limit)}"
             for r in self._stream(con, sql, args):
-                yield dict(zip(present, r, strict=True))
+                yield dict(zip(STORED, r, strict=True))
 
     def entries(
         self,
@@ -223,7 +225,7 @@ class History(ABC):
         for row in self._rows(drive, since, ordered=True, skip=skip):
             try:
                 yield from_row(row)
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, RunDirError) as exc:
                 raise InputError(
                     f"history database {self.location}: unreadable row: {exc}"
                 ) from None
@@ -250,7 +252,7 @@ class History(ABC):
             for row in rows:
                 try:
                     from_row(row)
-                except (ValueError, TypeError, KeyError) as exc:
+                except (ValueError, TypeError, KeyError, RunDirError) as exc:
                     raise InputError(
                         f"history database {self.location}: unreadable row: {exc}"
                     ) from None
@@ -280,7 +282,7 @@ class History(ABC):
         here = this_host()
         gone, elsewhere = [], 0
         for r in self._rows({}):
-            if r.get("indexed_on") not in (None, here):
+            if r["indexed_on"] not in (None, here):
                 elsewhere += 1
             elif _gone(r["run_dir"]):
                 gone.append(from_row(r))

@@ -5,17 +5,27 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from tkbench.analysis import headline
 from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.errors import InputError
+from tkbench.history.parts import (
+    EntryChecks,
+    RepeatFigures,
+    TargetIdentity,
+    VolumeFigure,
+    figures,
+    figures_json,
+    loads,
+)
 from tkbench.kinds.figures import run_figures
 from tkbench.kinds.results.sweep import sweep_of
+from tkbench.outputs.checks import FigureRuns
 from tkbench.rundir.records import Checks, Manifest
-from tkbench.rundir.records.base import dump
+from tkbench.rundir.records.base import build, dump
 from tkbench.rundir.store import RunData
 from tkbench.units import format_size
 
@@ -34,33 +44,40 @@ class Entry:
     firmware: str
     capacity: int
     headline: dict[str, float]
-    checks: dict[str, Any] | None
+    checks: EntryChecks | None
     rig: str | None = None  # the rig it was indexed from (--rig, TKBENCH_RIG)
     run_id: str | None = None  # the manifest's run UUID; None for runs made before it existed
     # per repeated point ("TEST POINT", e.g. "4k-fsync 4k 0/100"): its runs' figures in
-    # MiB/s (repeat_points); None for a run without fixed tests (and older histories)
-    repeats: dict[str, dict[str, Any]] | None = None
+    # MiB/s (repeat_figures); None for a run without fixed tests (and older histories)
+    repeats: dict[str, RepeatFigures] | None = None
     # per headline figure of a volume benchmark ("TEST NAME", e.g. "copy iso.random.mb_s",
     # tkbench.kinds.figures): its value, unit, spread and runs; None for a run
     # without sweep, copy or virtual-file tests (and older histories)
-    volume: dict[str, dict[str, Any]] | None = None
+    volume: dict[str, VolumeFigure] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``tkbench history --json``: ``rig``, ``run_id``, ``repeats`` and
         ``volume`` only when known, so that the entries of runs without them read as they
         always did."""
         out = dict(self.__dict__)
+        out["checks"] = self.checks.to_json() if self.checks is not None else None
+        out["repeats"] = figures_json(self.repeats)
+        out["volume"] = figures_json(self.volume)
         for key in OPTIONAL:
             if out[key] is None:
                 del out[key]
         return out
+
+    def figure_runs(self) -> dict[str, FigureRuns]:
+        """Its volume figures as a regression check reads them."""
+        return {k: FigureRuns(f.value, f.stdev, f.runs) for k, f in (self.volume or {}).items()}
 
 
 COLUMNS = tuple(f.name for f in fields(Entry))  # the runs table's columns, by name
 OPTIONAL = ("rig", "run_id", "repeats", "volume")  # columns an entry may lack (older histories)
 
 
-def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | None:
+def legacy_serial(target: TargetIdentity, model: str, host: str) -> str | None:
     """The serial to file a run under whose target reported none (``unknown``): a
     run on a regular file or an NBD export made before their identities had serials
     (tkbench.targets).  ``target`` is the manifest's ``target`` (``spec``, ``kind``,
@@ -70,8 +87,8 @@ def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | Non
     derive (a block device that reports no serial)."""
     from tkbench.targets.nbd import parse_uri
 
-    spec = str(target.get("spec") or "")
-    kind = str(target.get("kind") or "")
+    spec = target.spec or ""
+    kind = target.kind or ""
     if not kind:
         kind = "file" if model == "regular file" else "nbd" if spec.startswith("nbd") else ""
     if kind == "nbd":
@@ -79,7 +96,7 @@ def legacy_serial(target: Mapping[str, Any], model: str, host: str) -> str | Non
             return parse_uri(spec).serial
         except InputError:
             return None
-    path = str(target.get("path") or spec)
+    path = target.path or spec
     if kind == "file" and path:
         return f"{path} on {host}, filesystem not recorded"
     return None
@@ -89,7 +106,7 @@ def run_serial(m: Manifest) -> str:
     """The serial a run is filed under: its target's, else :func:`legacy_serial`'s."""
     serial = m.target.ident("serial")
     if serial == "unknown":
-        known = {"spec": m.target.spec, "kind": m.target.kind, "path": m.target.path}
+        known = TargetIdentity(m.target.spec, m.target.kind, m.target.path)
         serial = legacy_serial(known, m.target.ident("model"), m.host.hostname) or serial
     return serial
 
@@ -110,20 +127,27 @@ def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None
         firmware=m.target.ident("firmware"),
         capacity=m.target.capacity_bytes,
         headline=headline(run),
-        checks=dump(checks) if checks is not None else None,
+        checks=EntryChecks.read(dump(checks), Path(run.root)) if checks is not None else None,
         rig=rig,
         run_id=m.run_id,
         repeats=repeat_figures(run),
-        volume={f.key: f.summary() for f in run_figures(run)} or None,
+        volume=volume_figures(run),
     )
 
 
-def repeat_figures(run: RunData) -> dict[str, dict[str, Any]] | None:
+def volume_figures(run: RunData) -> dict[str, VolumeFigure] | None:
+    """The run's volume figures (:func:`tkbench.kinds.figures.run_figures`), as kept."""
+    where = Path(run.root)
+    found = [(f.key, f.summary()) for f in run_figures(run)]
+    return {k: build(VolumeFigure, fig, where, f"volume.{k}.") for k, fig in found} or None
+
+
+def repeat_figures(run: RunData) -> dict[str, RepeatFigures] | None:
     """Every repeated point of the run's plain fixed tests (not a sweep's cells, not a
     stage's rounds) with the figures nights are compared by: the mean MiB/s, the mean
     absolute deviation in % of it, the standard deviation, the number of runs and,
     for a test with repeat_until, whether its limit was met."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, RepeatFigures] = {}
     for t in run.tests:
         if t.plan.kind != "fixed" or t.plan.procedure or not t.rounds:
             continue
@@ -132,14 +156,9 @@ def repeat_figures(run: RunData) -> dict[str, dict[str, Any]] | None:
         labels = {p.key: p.label for p in t.plan.points}
         until = until_standing(t.plan, t.rounds)
         for key, rep in point_repeatability(t.rounds).items():
-            item: dict[str, Any] = {
-                "mean": rep.mean,
-                "mean_abs_dev_pct": rep.mean_abs_dev_pct,
-                "stdev": rep.stdev,
-                "runs": len(rep.runs),
-            }
+            item = RepeatFigures(rep.mean, rep.mean_abs_dev_pct, rep.stdev, len(rep.runs))
             if until is not None:
-                item["limit_pct"], item["limit_met"] = until.limit_pct, until.met
+                item = replace(item, limit_pct=until.limit_pct, limit_met=until.met)
             out[f"{t.name} {labels.get(key, '')}".strip()] = item
     return out or None
 
@@ -149,19 +168,25 @@ def to_row(entry: Entry) -> dict[str, Any]:
     both backends, and the headline keeps its order, which a JSONB column would not)."""
     row = {c: getattr(entry, c) for c in COLUMNS}
     row["headline"] = json.dumps(entry.headline)
-    row["checks"] = json.dumps(entry.checks) if entry.checks is not None else None
-    row["repeats"] = json.dumps(entry.repeats) if entry.repeats is not None else None
-    row["volume"] = json.dumps(entry.volume) if entry.volume is not None else None
+    row["checks"] = _text(entry.checks.to_json() if entry.checks is not None else None)
+    row["repeats"] = _text(figures_json(entry.repeats))
+    row["volume"] = _text(figures_json(entry.volume))
     return row
 
 
-def from_row(row: dict[str, Any]) -> Entry:
-    """An entry from the columns read (``rig``, ``run_id`` may be absent: older formats)."""
-    values: dict[str, Any] = {c: row.get(c) for c in COLUMNS}
+def _text(data: Any) -> str | None:
+    return json.dumps(data) if data is not None else None
+
+
+def from_row(row: Mapping[str, Any]) -> Entry:
+    """An entry from a row of every column (null where an older format lacks one)."""
+    values: dict[str, Any] = {c: row[c] for c in COLUMNS}
+    where = Path(row["run_dir"] or "")
     values["headline"] = json.loads(row["headline"] or "{}")
-    values["checks"] = json.loads(row["checks"]) if row["checks"] else None
-    values["repeats"] = json.loads(row["repeats"]) if row.get("repeats") else None
-    values["volume"] = json.loads(row["volume"]) if row.get("volume") else None
+    checks = loads(row["checks"])
+    values["checks"] = EntryChecks.read(checks, where) if checks is not None else None
+    values["repeats"] = figures(RepeatFigures, loads(row["repeats"]), where, "repeats")
+    values["volume"] = figures(VolumeFigure, loads(row["volume"]), where, "volume")
     return Entry(**values)
 
 
@@ -215,28 +240,28 @@ def listing_lines(entries: Iterable[Entry]) -> Iterator[str]:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.started)) if e.started else "-"
         verdict = ""
         if e.checks is not None:
-            verdict = " PASS" if e.checks.get("passed") else " FAIL"
+            verdict = " PASS" if e.checks.passed else " FAIL"
         heads = ", ".join(f"{k} {v:,.4g}" for k, v in list(e.headline.items())[:4])
         yield f"  {when}  {e.profile:<8} {e.status:<11}{verdict}  {heads}"
         where = f"  (rig {e.rig})" if e.rig else ""
         yield f"  {'':16} {e.run_dir}{where}"
-        for point, fig in (e.repeats or {}).items():
-            spread = fig.get("mean_abs_dev_pct")
+        for point, rep in (e.repeats or {}).items():
+            spread = rep.mean_abs_dev_pct
             yield (
-                f"  {'':16} {point}: {fig['mean']:,.4g} MiB/s"
+                f"  {'':16} {point}: {rep.mean:,.4g} MiB/s"
                 + (f" ±{spread:.1f} %" if spread is not None else "")
-                + f" over {fig['runs']} run(s)"
+                + f" over {rep.runs} run(s)"
             )
         for name, fig in (e.volume or {}).items():
-            spread = fig.get("mean_abs_dev_pct")
+            spread = fig.mean_abs_dev_pct
             combo = ""
-            if "mode" in fig:
-                size = format_size(fig["buffer_size"])
-                combo = f" ({fig['mode']}, {fig['buffer_count']} x {size})"
+            if fig.mode is not None:
+                size = format_size(fig.buffer_size or 0)
+                combo = f" ({fig.mode}, {fig.buffer_count} x {size})"
             yield (
-                f"  {'':16} {name}: {_figure(fig['value'])} {fig['unit']}{combo}"
-                + (f" ±{spread:.1f} %" if spread is not None and fig["runs"] > 1 else "")
-                + f" over {fig['runs']} run(s)"
+                f"  {'':16} {name}: {_figure(fig.value)} {fig.unit}{combo}"
+                + (f" ±{spread:.1f} %" if spread is not None and fig.runs > 1 else "")
+                + f" over {fig.runs} run(s)"
             )
 
 

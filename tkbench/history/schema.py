@@ -48,6 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tkbench.errors import RunDirError
+from tkbench.history.entry import legacy_serial
+from tkbench.history.parts import ManifestTarget, TargetIdentity
+from tkbench.rundir.records.base import build
+
 HISTORY_VERSION = 5
 
 VERSION_TABLE = "tkbench_schema"  # PostgreSQL: the version, one row
@@ -117,19 +122,18 @@ def rewrite_serials(version: int, con: Any, mark: str) -> None:
     placeholder (``?`` or ``%s``)."""
     if version >= 5:
         return
-    from tkbench.history.entry import legacy_serial
-
     rows = con.execute(
         "SELECT run_dir, model, host, target FROM runs WHERE serial = 'unknown'"
     ).fetchall()
     for run_dir, model, host, target in rows:
-        found: dict[str, Any] = {"spec": target or ""}
+        found = TargetIdentity(spec=target or "")
+        manifest = Path(run_dir) / "manifest.json"
         try:
-            with open(Path(run_dir) / "manifest.json", encoding="utf-8") as fh:
-                kept = json.load(fh).get("target")
-            if isinstance(kept, dict) and kept.get("spec") == target:
+            with open(manifest, encoding="utf-8") as fh:
+                kept = build(ManifestTarget, json.load(fh), manifest).target
+            if kept is not None and kept.spec == target:
                 found = kept
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (OSError, ValueError, RunDirError):
             pass  # moved, on another rig, unreadable: the target as given
         serial = legacy_serial(found, model or "", host or "")
         if serial is not None:

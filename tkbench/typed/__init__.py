@@ -146,30 +146,28 @@ class _Reader:
             what = prefix.rstrip(".") or "the file"
             raise self.error(f"{self.path}: {what} is not a JSON object")
         kwargs: dict[str, Any] = {}
-        types_ = hints(cls)
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            if not f.init:
+        for f in _plan(cls):
+            if f.key not in data:
+                if f.required:
+                    raise self.error(f"{self.path}: field {prefix}{f.key} is missing")
                 continue
-            meta = conventions(f)
-            key = meta.key or f.name
-            if key not in data:
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise self.error(f"{self.path}: field {prefix}{key} is missing")
-                continue
-            kwargs[f.name] = self.value(data[key], types_[f.name], prefix + key, meta)
+            kwargs[f.name] = self.value(data[f.key], f.hint, prefix + f.key, f.meta)
         return cls(**kwargs)
 
     def value(self, value: Any, hint: Any, where: str, meta: Conventions) -> Any:
-        origin = get_origin(hint)
+        if (hint is str or hint is bool) and not meta.choices:  # the commonest, first
+            if not isinstance(value, hint):
+                raise self.fail(where, value, hint)
+            return value
         if hint is Any:
             return value
+        origin = _origin(hint)
         if origin in (typing.Union, types.UnionType):
-            args = get_args(hint)
+            optional, inner = _union(hint)
             if value is None:
-                if type(None) in args:
+                if optional:
                     return None
                 raise self.fail(where, value, hint)
-            inner = [a for a in args if a is not type(None)]
             if len(inner) == 1:
                 return self.value(value, inner[0], where, meta)
             for a in inner:  # int | str and the like: the first that takes it
@@ -178,15 +176,16 @@ class _Reader:
                 except self.error:
                     continue
             raise self.fail(where, value, hint)
-        kind = _kind(value)
-        if hint in (int, float):
-            if kind not in ("integer", "number") or (hint is int and kind != "integer"):
+        if hint is int or hint is float:
+            takes = int if hint is int else int | float
+            if isinstance(value, bool) or not isinstance(value, takes):
                 raise self.fail(where, value, hint)
             if not (math.isfinite(value) and abs(value) < LIMIT):
                 raise self.error(f"{self.path}: field {where} is {value!r}, not a usable number")
             if meta.minimum is not None and value < meta.minimum:
                 raise self.error(f"{self.path}: field {where} is {value!r}, below {meta.minimum}")
             return hint(value)
+        kind = _kind(value)
         if hint in (str, bool):
             if kind != _expected(hint)[0]:
                 raise self.fail(where, value, hint)
@@ -219,6 +218,55 @@ class _Reader:
                 out[key] = self.value(v, item, f"{where}.{key}", _PLAIN)
             return out
         raise TypeError(f"no conversion for {hint!r}")  # a record class of tkbench is wrong
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    """What :meth:`_Reader.record` reads of one field, worked out once per class."""
+
+    name: str
+    key: str
+    hint: Any
+    meta: Conventions
+    required: bool
+
+
+_PLANS: dict[type, tuple[_Field, ...]] = {}
+_ORIGINS: dict[Any, Any] = {}
+_UNIONS: dict[Any, tuple[bool, tuple[Any, ...]]] = {}  # takes None; its other members
+
+
+def _plan(cls: type) -> tuple[_Field, ...]:
+    if cls not in _PLANS:
+        types_ = hints(cls)
+        _PLANS[cls] = tuple(
+            _Field(
+                f.name,
+                conventions(f).key or f.name,
+                types_[f.name],
+                conventions(f),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        )
+    return _PLANS[cls]
+
+
+def _origin(hint: Any) -> Any:
+    try:
+        if hint not in _ORIGINS:
+            _ORIGINS[hint] = get_origin(hint)
+        return _ORIGINS[hint]
+    except TypeError:  # a hint that cannot be a key
+        return get_origin(hint)
+
+
+def _union(hint: Any) -> tuple[bool, tuple[Any, ...]]:
+    if hint not in _UNIONS:
+        args = get_args(hint)
+        _UNIONS[hint] = (type(None) in args, tuple(a for a in args if a is not type(None)))
+    return _UNIONS[hint]
 
 
 def _is_number(text: str) -> bool:
