@@ -13,7 +13,6 @@ The keys are documented in docs/profiles.md.
 from __future__ import annotations
 
 from tkbench.profile.build import (
-    CACHE_KEYS,
     build,
     load,
 )
@@ -78,7 +77,8 @@ from tkbench.profile.schema import (
     SCOPES,
     SECTIONS,
     TEST_SCHEMA,
-    TOP_KEYS,
+    TEST_SECTIONS,
+    TOP_SCHEMA,
     VOLUME_SCHEMA,
     WORKLOAD_SCHEMA,
     WSAT_WORKLOADS,
@@ -86,7 +86,6 @@ from tkbench.profile.schema import (
 
 __all__ = [
     "ACCEPTANCE_SCHEMA",
-    "CACHE_KEYS",
     "CACHE_STATES",
     "COMPOSITE",
     "COMPOSITE_SIZES",
@@ -110,7 +109,8 @@ __all__ = [
     "SECTIONS",
     "SWEEP_MODES",
     "TEST_SCHEMA",
-    "TOP_KEYS",
+    "TEST_SECTIONS",
+    "TOP_SCHEMA",
     "VFILE_OPERATIONS",
     "VOLUME_SCHEMA",
     "WORKLOAD_SCHEMA",

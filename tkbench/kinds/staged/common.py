@@ -29,12 +29,10 @@ docs/methodology.md says where each parameter comes from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, TestKeys, TestType
 from tkbench.kinds.pts.rows import IMPL, Requirement, Source
 from tkbench.kinds.staged import rows
 from tkbench.kinds.staged.reference import StagedRequirement
@@ -190,22 +188,14 @@ _NEEDS = {
 }
 
 
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
+def check(k: TestKeys) -> None:
     """Check a test of several stages and fill in what its procedure implies
     (the block sizes of XSR's groups, CBW's composite block size)."""
+    t = k.values
     proc = t["procedure"]
-    if not proc:
-        return
     for key in _NEEDS[proc]:
         if not t[key]:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
+            raise k.refuse(key, f"a {proc} test needs {key}")
     if proc == "xsr":
         t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
         t["mixes"] = t["mixes"] or (Mix(0),)
@@ -213,13 +203,13 @@ def check(
         t["block_sizes"] = (COMPOSITE,)
     for key in ("mixes", "block_sizes"):
         if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
+            raise k.refuse(key, f"a {proc} test has exactly one")
     if t["precondition"] and proc in ("hir", "xsr"):
-        raise err(
-            f"tests.{tname}.precondition",
+        raise k.refuse(
+            "precondition",
             f"a {proc} test has no workload-independent preconditioning: set precondition = false",
         )
-    t["family"] = StagedSpec(**{k: t[k] for k in KEYS})
+    k.family = StagedSpec(**{key: t[key] for key in KEYS})
 
 
 class Staged(TestType):
@@ -244,8 +234,12 @@ class Staged(TestType):
     def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
         return rows.stage_rows(Source(IMPL, self.source), stage)
 
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
-        return t["procedure"] in self.procedures
+    def claims_keys(self, k: TestKeys) -> bool:
+        return k.values["procedure"] in self.procedures
+
+    def check_keys(self, k: TestKeys) -> None:
+        if k.values["procedure"] in self.procedures:
+            check(k)
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure in self.procedures
