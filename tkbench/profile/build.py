@@ -88,10 +88,10 @@ def build(data: dict[str, Any], source: str, overridden: set[str] | None = None)
 
     Errors about keys in ``overridden`` name the ``--set`` option, others the file.
     """
-    given = overridden or set()
+    by_option = overridden or set()
 
     def err(key: str, why: str) -> ProfileError:
-        if key in given:
+        if key in by_option:
             return ProfileError(f"--set {key}: {why}")
         return ProfileError(f"{source}: key '{key}': {why}")
 
@@ -183,7 +183,7 @@ def _test(
     _pattern_defaults(f"{where}.workload", wl, own["workload"], err)
     keys = kinds.TestKeys(scope, tname, t, wl, traw, err)
     typ = kinds.check_keys(keys)  # each test type's keys, checks and defaults
-    _check_keys(keys, typ)
+    _check_test(keys, typ)
     return TestSpec(
         name=tname,
         title=t["title"] or tname.replace("-", " ").replace("_", " ").title(),
@@ -195,7 +195,7 @@ def _test(
     )
 
 
-def _check_keys(k: kinds.TestKeys, typ: kinds.TestType) -> None:
+def _check_test(k: kinds.TestKeys, typ: kinds.TestType) -> None:
     """The rules of every test, its type's keys filled in: its cache states, its
     points and tracking variables, its scope, its repetitions."""
     t = k.values
