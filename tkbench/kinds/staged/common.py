@@ -29,15 +29,16 @@ docs/methodology.md says where each parameter comes from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tkbench.kinds.base import Context, TestKeys, TestType
 from tkbench.kinds.pts.rows import IMPL, Requirement, Source
 from tkbench.kinds.staged import rows
 from tkbench.kinds.staged.reference import StagedRequirement
 from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from tkbench.profile.model import COMPOSITE, FamilySpec, Group, Mix, TestSpec
+from tkbench.profile.model import FamilySpec, Group, Mix, TestSpec
 from tkbench.rundir.records import OperatingPoint, TestPlan
 
 WRITE = Mix(0)
@@ -179,39 +180,6 @@ def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
     )
 
 
-# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
-_NEEDS = {
-    "hir": ("wait_states",),
-    "xsr": ("groups",),
-    "cbw": ("bssplit", "threads", "iodepths"),
-    "dirth": ("threads", "iodepths"),
-}
-
-
-def check(k: TestKeys) -> None:
-    """Check a test of several stages and fill in what its procedure implies
-    (the block sizes of XSR's groups, CBW's composite block size)."""
-    t = k.values
-    proc = t["procedure"]
-    for key in _NEEDS[proc]:
-        if not t[key]:
-            raise k.refuse(key, f"a {proc} test needs {key}")
-    if proc == "xsr":
-        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
-        t["mixes"] = t["mixes"] or (Mix(0),)
-    if proc == "cbw":
-        t["block_sizes"] = (COMPOSITE,)
-    for key in ("mixes", "block_sizes"):
-        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
-            raise k.refuse(key, f"a {proc} test has exactly one")
-    if t["precondition"] and proc in ("hir", "xsr"):
-        raise k.refuse(
-            "precondition",
-            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
-        )
-    k.family = StagedSpec(**{key: t[key] for key in KEYS})
-
-
 class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
@@ -224,6 +192,14 @@ class Staged(TestType):
     # where its reference values come from (its rows' source), and the values
     source = ""
     references: tuple[StagedRequirement, ...] = ()
+
+    # a profile's test of it: the keys each of its procedures needs (docs/profiles.md,
+    # "Tests of several stages"), whether it has exactly one block size and mix (not
+    # XSR: its groups have theirs) and whether it takes the workload-independent
+    # preconditioning (not HIR and XSR)
+    needs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    one_point = True
+    preconditions = True
 
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, StagedSpec) and spec.family.procedure in self.procedures
@@ -238,8 +214,26 @@ class Staged(TestType):
         return k.values["procedure"] in self.procedures
 
     def check_keys(self, k: TestKeys) -> None:
-        if k.values["procedure"] in self.procedures:
-            check(k)
+        """A test of one of its procedures: the keys the procedure needs, what it
+        implies (:meth:`fill_keys`), its one point and its preconditioning."""
+        t = k.values
+        proc = t["procedure"]
+        if proc not in self.procedures:
+            return
+        for key in self.needs[proc]:
+            if not t[key]:
+                raise k.refuse(key, f"a {proc} test needs {key}")
+        self.fill_keys(k)
+        for key in ("mixes", "block_sizes"):
+            if self.one_point and t[key] is not None and len(t[key]) != 1:
+                raise k.refuse(key, f"a {proc} test has exactly one")
+        if t["precondition"] and not self.preconditions:
+            raise k.refuse(
+                "precondition",
+                f"a {proc} test has no workload-independent preconditioning: "
+                "set precondition = false",
+            )
+        k.family = StagedSpec(**{key: t[key] for key in KEYS})
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure in self.procedures
