@@ -132,12 +132,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tkbench import profile
 from tkbench.engine import Engine, EngineOptions, new_manifest
 from tkbench.fio.output import parse
 from tkbench.fio.runner import LocalFio, LocalFioProcess
 from tkbench.plan import build as planmod
 from tkbench.plan.build import Point
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Round
 from tkbench.rundir.store import RunStore, load_run
 from tkbench.targets import open_target
@@ -186,8 +186,8 @@ def plan_rounds(
 ) -> tuple[planmod.Plan, Target]:
     """The plan of ``rounds`` rounds of the quick profile's IOPS test alone (whatever
     else the profile holds: every other test off), ``extra`` more overrides, on ``dev``."""
-    others = [f"tests.{t.name}.enabled=false" for t in profile.load("quick").tests]
-    prof = profile.load(
+    others = [f"tests.{t.name}.enabled=false" for t in load_profile("quick").tests]
+    prof = load_profile(
         "quick",
         [
             *(o for o in others if not o.startswith(f"tests.{TEST}.")),

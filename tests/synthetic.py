@@ -1,7 +1,7 @@
 """A synthetic full-size PTS-E run directory, for the report's tests and benchmark.
 
 :func:`make_synthetic_run` writes a *real* run directory through
-:class:`tkbench.rundir.store.RunStore`: the plan is ``plan.build(profile.load("pts-e"),
+:class:`tkbench.rundir.store.RunStore`: the plan is ``plan.build(load_profile("pts-e"),
 ...)``, the records have the exact shape the engine stores, and the stop rules
 are the engine's (a steady-state test stops at its first steady round, write
 saturation at its byte or time limit).  Only the numbers are made up, by a
@@ -34,6 +34,7 @@ from tkbench.fio.output import bucket_value, percentile_from_bins
 from tkbench.kinds.staged import common as procedures
 from tkbench.kinds.staged import results as stages
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import KIND, SCHEMA, Manifest, Precondition, Purge, Round, TestPlan
 from tkbench.rundir.store import RunStore, TestData
 
@@ -726,7 +727,7 @@ def make_synthetic_run(
     drive = drive or DriveModel()
     rng = np.random.default_rng(seed)
     plan = planmod.build(
-        profilemod.load("pts-e"), planmod.TargetInfo("synthetic", "block", capacity, 512)
+        load_profile("pts-e"), planmod.TargetInfo("synthetic", "block", capacity, 512)
     )
     data = {"kind": KIND, "schema": SCHEMA, **manifest(plan, capacity, seed, root)}
     store = RunStore.create(root, Manifest.load_checked(data, root / "manifest.json"))

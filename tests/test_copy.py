@@ -24,12 +24,12 @@ import pytest
 from tests._helpers import layout_text, mounted_volume
 from tests.test_volume import _one_error, _snapshot, needs_root
 from tkbench import cli
-from tkbench import profile as profilemod
 from tkbench.errors import ProfileError
 from tkbench.kinds import copy as copyplan
 from tkbench.kinds.copyrun import CopySession, drop_pages, fill
 from tkbench.plan import build as planmod
 from tkbench.profile import CopySet
+from tkbench.profile.build import load as load_profile
 from tkbench.targets.volume import PREFIX
 
 K, M = 1024, 1024 * 1024
@@ -63,7 +63,7 @@ def _profile(tmp_path: Path, text: str = SMALL) -> Path:
 
 
 def test_the_bundled_copy_plan_copies_three_sets_in_two_patterns() -> None:
-    prof = profilemod.load("copy")
+    prof = load_profile("copy")
     assert prof.scope == "volume"
     plan = planmod.build(prof, _info())
     (test,) = plan.tests
@@ -100,7 +100,7 @@ def test_layouts_are_fixed_by_the_set_and_look_like_their_kind() -> None:
 
 
 def test_the_sets_shrink_to_a_small_volume_with_a_note() -> None:
-    prof = profilemod.load("copy")
+    prof = load_profile("copy")
     (test,) = planmod.build(prof, _info(free=3 * GiB)).tests
     usable = planmod.volume_usable(3 * GiB, prof.volume.reserve)
     assert copyplan.needed(test.spec) <= usable
@@ -112,7 +112,7 @@ def test_the_sets_shrink_to_a_small_volume_with_a_note() -> None:
 def test_bad_copy_profiles_are_refused_with_the_key() -> None:
     def refused(*overrides: str) -> str:
         with pytest.raises(ProfileError) as exc:
-            profilemod.load("copy", list(overrides))
+            load_profile("copy", list(overrides))
         return str(exc.value)
 
     assert "data_patterns" in refused('tests.copy.data_patterns=["ones"]')
@@ -122,9 +122,9 @@ def test_bad_copy_profiles_are_refused_with_the_key() -> None:
     assert "fewer bytes than files" in refused('tests.copy.sets=["program 600 100"]')
     assert "does not apply" in refused('tests.copy.block_sizes=["4k"]')
     with pytest.raises(ProfileError, match="belongs to a copy test"):
-        profilemod.load("ars", ['tests.4k.sets=["iso 2 1g"]'])
+        load_profile("ars", ['tests.4k.sets=["iso 2 1g"]'])
     with pytest.raises(ProfileError, match="volume benchmark"):
-        profilemod.load("quick", ["tests.iops.kind=copy"])
+        load_profile("quick", ["tests.iops.kind=copy"])
 
 
 def test_compressible_data_compresses_by_its_share() -> None:
@@ -196,7 +196,7 @@ def _resident(path: Path) -> int:
 
 
 def _session(tmp_path: Path, where: Path, text: str = SMALL) -> tuple[CopySession, list]:
-    prof = profilemod.load(str(_profile(tmp_path, text)))
+    prof = load_profile(str(_profile(tmp_path, text)))
     (test,) = planmod.build(prof, _info()).tests
     session = CopySession(test.spec, where)
     session.prepare()
@@ -380,10 +380,10 @@ _COPY_SCRIPT = """
 import sys
 import tempfile
 from pathlib import Path
-from tkbench import profile
 from tkbench.plan import build as plan
 from tkbench.kinds.copyrun import CopySession
-prof = profile.load(sys.argv[1])
+from tkbench.profile.build import load as load_profile
+prof = load_profile(sys.argv[1])
 info = plan.TargetInfo("/srv/data", "volume", 1 << 40, 512, 1 << 40, True)
 (test,) = plan.build(prof, info).tests
 session = CopySession(test.spec, Path(sys.argv[2]))

@@ -23,13 +23,13 @@ import pytest
 
 from tests._chromium import Browser, Page
 from tkbench import cli, history
-from tkbench import profile as profilemod
 from tkbench.dashboard import build_site
 from tkbench.dashboard.chart import nice_ticks
 from tkbench.dashboard.model import number, page_name
 from tkbench.dashboard.site import render as build_pages
 from tkbench.history import Entry, VolumeFigure, baseline_of
 from tkbench.outputs.checks import criterion_checks
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Checks
 from tkbench.rundir.store import load_run
 
@@ -127,7 +127,7 @@ def make_lab(root: Path) -> Lab:
     stand_in_report(runs["r6"], pdf=False)
     location = str(root / "lab.sqlite")
     h = history.open_history(location)
-    acceptance = profilemod.load(
+    acceptance = load_profile(
         "quick", ['acceptance.criteria=["iops iops 4k 0/100 >= 50000"]']
     ).acceptance
     r4 = load_run(runs["r4"])

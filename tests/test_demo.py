@@ -10,16 +10,16 @@ import pytest
 
 from tests._helpers import sets
 from tkbench import cli
-from tkbench import profile as profilemod
 from tkbench.engine.runs import DEMO_REDUCTIONS, demo_overrides
 from tkbench.kinds.staged.common import own
+from tkbench.profile.build import load as load_profile
 
 STAGED = ("hir", "xsr", "cbw", "dirth")
 
 
 def test_the_demo_runs_every_test_of_quick_reduced_further() -> None:
-    demo = profilemod.load("quick", demo_overrides("quick", []))
-    quick = profilemod.load("quick")
+    demo = load_profile("quick", demo_overrides("quick", []))
+    quick = load_profile("quick")
     assert [t.name for t in demo.tests] == [t.name for t in quick.tests]
     assert demo.rounds.window == 3 < quick.rounds.window
     assert own(demo.test("cbw")).threads == (4, 1) and own(demo.test("dirth")).iodepths == (8, 1)
@@ -46,7 +46,7 @@ def test_a_users_set_replaces_the_demos_value() -> None:
     assert got[-1] == mine
     assert not any(o.startswith("tests.wsat.max_duration=") for o in got[:-1])
     assert len(got) == len(DEMO_REDUCTIONS)  # one of the demo's left out, the user's in
-    assert profilemod.load("quick", got).test("wsat").max_duration == 10
+    assert load_profile("quick", got).test("wsat").max_duration == 10
 
 
 def test_another_profile_gets_none_of_the_demos_reductions() -> None:

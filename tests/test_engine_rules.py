@@ -32,6 +32,8 @@ from tkbench.engine import clock as engine_clock
 from tkbench.errors import DeviceError, Interrupted, RunDirError
 from tkbench.fio import jobfile
 from tkbench.plan import build as planmod
+from tkbench.profile.build import build as build_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.store import RunData, RunStore, load_run
 from tkbench.targets import open_target
 
@@ -69,7 +71,7 @@ def new_engine(
     tmp: Path, fake: FakeFio, overrides: list[str], **options: Any
 ) -> tuple[Engine, Path]:
     """A new run of the quick profile (FAST, plus ``overrides``) on a 16 MiB file."""
-    prof = profile.load("quick", merged(*overrides))
+    prof = load_profile("quick", merged(*overrides))
     target = open_target(str(tmp / "t.img"), size=16 * MiB, create=True)
     with target.materialized():  # create the file (kept once the body succeeds)
         pass
@@ -82,7 +84,7 @@ def resumed_engine(tmp: Path, fake: FakeFio, **options: Any) -> Engine:
     """The run in tmp/run continued with its stored profile, as ``tkbench run --resume``."""
     data = load_run(tmp / "run")
     check_resumable(data)
-    prof = profile.build(dict(data.manifest.profile.resolved), data.manifest.profile.source)
+    prof = build_profile(dict(data.manifest.profile.resolved), data.manifest.profile.source)
     target = open_target(str(tmp / "t.img"))
     plan = planmod.build(prof, target.info())
     store = RunStore.open(tmp / "run")

@@ -17,7 +17,7 @@ import pytest
 
 from tests._helpers import STAGED_OFF, sets
 from tkbench import cli
-from tkbench.profile import load as load_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.store import load_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

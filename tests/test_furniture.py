@@ -144,3 +144,26 @@ def test_help_and_a_bad_option_do_not_load_the_engine_or_the_plotting() -> None:
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
         )
         assert "LOADED []" in done.stderr, (argv, done.stderr[-500:])
+
+
+def test_help_and_a_bad_option_do_not_load_the_test_types() -> None:
+    """--help and an argument error answer without importing the test types
+    (tkbench.kinds) or what asks them (the profile loader, the planner): the profile
+    package exports its model, not its loader, and ``tkbench plan`` asks the plan it
+    gets to describe itself."""
+    heavy = ("tkbench.kinds", "tkbench.profile.build", "tkbench.plan.build")
+    for argv in (["--help"], ["run", "--no-such-option"]):
+        code = (
+            "import runpy, sys\n"
+            f"sys.argv = ['tkbench', *{argv!r}]\n"
+            "try:\n"
+            "    runpy.run_module('tkbench', run_name='__main__')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
+            "sys.stderr.write(f'LOADED {loaded}\\n')\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert "LOADED []" in done.stderr, (argv, done.stderr[-500:])

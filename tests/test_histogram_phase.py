@@ -16,12 +16,13 @@ import pytest
 from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import FakeClock, FakeFio
 from tests.test_engine_rules import new_engine, resumed_engine
-from tkbench import cli, profile
+from tkbench import cli
 from tkbench.analysis.confidence import LEVELS, histogram_phase
 from tkbench.engine import clock as engine_clock
 from tkbench.errors import Interrupted
 from tkbench.fio.output import percentile_from_bins
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir import store
 from tkbench.rundir.records import Direction, PointResult, ResponseHistogram, TestPlan
 from tkbench.rundir.store import load_run
@@ -39,25 +40,25 @@ ONLY_LATENCY += ["tests.latency.rounds.window=3", "tests.latency.response_histog
 def test_pts_profiles_have_it_and_quick_has_not() -> None:
     target = TargetInfo("t", "block", 100 * GIB, 512)
     for name in ("pts-e", "pts-c"):
-        plan = planmod.build(profile.load(name), target)
+        plan = planmod.build(load_profile(name), target)
         points = {t.name: t.histogram_point for t in plan.tests}
         lat, wsat = points["latency"], points["wsat"]
         assert lat is not None and wsat is not None
         assert (lat.bs, lat.mix.read, lat.pattern, lat.runtime) == (4096, 0, "random", 1200.0)
         assert (lat.numjobs, lat.iodepth) == (1, 1)  # T1/QD1
-        wl = profile.load(name).test("wsat").workload
+        wl = load_profile(name).test("wsat").workload
         assert (wsat.numjobs, wsat.iodepth) == (wl.numjobs, wl.iodepth)  # the WSAT load
         others = [n for n in points if n not in ("latency", "wsat")]
         assert others and all(points[n] is None for n in others)
-    quick = planmod.build(profile.load("quick"), target)
+    quick = planmod.build(load_profile("quick"), target)
     assert all(t.histogram_point is None for t in quick.tests)
 
 
 def test_the_plan_shows_and_counts_it() -> None:
     target = TargetInfo("t", "block", 100 * GIB, 512)
-    with_it = planmod.build(profile.load("pts-e"), target)
+    with_it = planmod.build(load_profile("pts-e"), target)
     without = planmod.build(
-        profile.load(
+        load_profile(
             "pts-e",
             ["tests.latency.response_histogram=0s", "tests.wsat.response_histogram=0s"],
         ),

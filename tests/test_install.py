@@ -14,6 +14,7 @@ import pytest
 from tkbench import cli, profile
 from tkbench.errors import ProfileError
 from tkbench.profile import paths
+from tkbench.profile.build import load as load_profile
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -53,13 +54,13 @@ def test_user_profiles_come_first_then_system_then_bundled(
     assert entries["pts-e"].origin == "bundled"
     assert entries["pts-e"].path == paths.bundled("profiles") / "pts-e.toml"
 
-    assert profile.load("lab").description == "user lab"
+    assert load_profile("lab").description == "user lab"
     # a user profile named like a bundled one wins, and may extend the bundled one
-    mine = profile.load("quick")
+    mine = load_profile("quick")
     assert mine.description == "my quick"
     assert mine.test("iops").point_runtime == 60.0  # from pts-e, not the bundled quick
     # the bundled pts-c still extends the bundled pts-e beside it
-    assert profile.load("site").workload.active_range == 75.0
+    assert load_profile("site").workload.active_range == 75.0
 
 
 def test_profiles_command_names_the_origin(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tkbench import kinds
-from tkbench import profile as profilemod
 from tkbench.conformance import requirements
 from tkbench.conformance.ptsstages import STAGED
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.report.parts import PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def _target(scope: str) -> planmod.TargetInfo:
 def test_a_planned_test_is_stored_as_the_type_its_profile_test_is(name: str) -> None:
     """The type found from the profile (planning) and the one found from test.json (show,
     report, history) agree for every planned test of every bundled profile."""
-    prof = profilemod.load(name)
+    prof = load_profile(name)
     plan = planmod.build(prof, _target(prof.scope))
     found = set()
     for t in plan.tests:
@@ -55,7 +55,7 @@ def test_a_planned_test_is_stored_as_the_type_its_profile_test_is(name: str) -> 
 
 def test_one_type_claims_each_test_besides_the_basic() -> None:
     for name in EXPECTED:
-        for spec in profilemod.load(name).tests:
+        for spec in load_profile(name).tests:
             claimed = [t.name for t in kinds.TYPES if t.claims(spec)]
             assert claimed[-1] == "basic" and len(claimed) <= 2, (name, spec.name, claimed)
 
@@ -68,6 +68,7 @@ def test_one_type_claims_each_test_besides_the_basic() -> None:
         "tkbench.kinds.sweep",
         "tkbench.profile",
         "tkbench.profile.model",
+        "tkbench.profile.build",
         "tkbench.fio.jobfile",
         "tkbench.kinds.figures",
         "tkbench.plan.build",
@@ -80,7 +81,8 @@ def test_the_planning_modules_import_first_in_any_order(module: str) -> None:
         [
             sys.executable,
             "-c",
-            f"import {module}; import tkbench.profile; profile = tkbench.profile.load('pts-e')",
+            f"import {module}; import tkbench.profile.build; "
+            "profile = tkbench.profile.build.load('pts-e')",
         ],
         cwd=ROOT,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},

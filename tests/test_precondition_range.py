@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tkbench import profile
 from tkbench.fio import jobfile
 from tkbench.fio.output import parse
 from tkbench.plan import build as plan
+from tkbench.profile.build import load as load_profile
 
 pytestmark = pytest.mark.fio
 
@@ -29,7 +29,7 @@ def test_pts_c_preconditioning_writes_twice_the_capacity_within_the_range(
     with target.open("wb") as fh:
         fh.write(b"\0" * (size - 16 * MiB) + tail * 16)
     # pts-c's ActiveRange (75 %) and preconditioning (2x capacity, 128k, 2 jobs)
-    p = profile.load("pts-c")
+    p = load_profile("pts-c")
     pl = plan.build(p, plan.TargetInfo(str(target), "file", size))
     iops = pl.tests[0]
     pre = iops.precondition

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from tests._helpers import STAGE_TESTS, sets
-from tkbench import cli, profile
+from tkbench import cli
 from tkbench.analysis.window import window, window_records
 from tkbench.fio import logs as fiologs
 from tkbench.kinds.staged import results as stages
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Series
 from tkbench.rundir.store import load_run
 
@@ -31,7 +32,7 @@ MiB = 1 << 20
 
 def _pts_e(sector: int = 512, *overrides: str) -> dict[str, planmod.PlannedTest]:
     pl = planmod.build(
-        profile.load("pts-e", list(overrides)),
+        load_profile("pts-e", list(overrides)),
         planmod.TargetInfo("/dev/x", "block", 400 * GiB, sector),
     )
     return {t.name: t for t in pl.tests}
@@ -96,7 +97,7 @@ def test_composite_block_size_workload_stages() -> None:
 
 
 def test_the_full_suite_is_planned_in_days() -> None:
-    pl = planmod.build(profile.load("pts-e"), planmod.TargetInfo("/dev/x", "block", 400 * GiB))
+    pl = planmod.build(load_profile("pts-e"), planmod.TargetInfo("/dev/x", "block", 400 * GiB))
     lo, hi = pl.estimate(1e9)
     assert 2 * 86400 < lo < hi and hi > 5 * 86400
 
@@ -107,7 +108,7 @@ def test_a_4kn_drive_folds_the_small_composite_sizes_into_4k_and_says_so() -> No
     assert any("folded into 4k" in n for n in pre.notes)
     # a single block size the sector does not divide: the test is left out, with a note
     pl = planmod.build(
-        profile.load("pts-e", ['tests.dirth.block_sizes=["512"]']),
+        load_profile("pts-e", ['tests.dirth.block_sizes=["512"]']),
         planmod.TargetInfo("/dev/x", "block", 400 * GiB, 4096),
     )
     assert not [t for t in pl.tests if t.spec.name == "dirth"]
@@ -153,7 +154,7 @@ def test_write_saturation_optional_workloads_are_no_departure(workload: str) -> 
     from tkbench.conformance import judge_plan
 
     pl = planmod.build(
-        profile.load("pts-e", [f"tests.wsat.wsat_workload={workload}", *_ONLY_WSAT]),
+        load_profile("pts-e", [f"tests.wsat.wsat_workload={workload}", *_ONLY_WSAT]),
         planmod.TargetInfo("/dev/x", "block", 400 * GiB),
     )
     (wsat,) = pl.tests
@@ -161,7 +162,7 @@ def test_write_saturation_optional_workloads_are_no_departure(workload: str) -> 
     assert judge_plan(pl).conforms
     # the same change made by hand, not as an optional workload, is a departure
     by_hand = planmod.build(
-        profile.load(
+        load_profile(
             "pts-e",
             [
                 'tests.wsat.block_sizes=["16k"]',

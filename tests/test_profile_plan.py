@@ -13,6 +13,8 @@ from tkbench import cli, profile
 from tkbench.errors import InputError, ProfileError
 from tkbench.fio import jobfile
 from tkbench.plan import build as plan
+from tkbench.profile.build import build as build_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Direction, PointResult, Round
 
 MiB = 1024 * 1024
@@ -20,7 +22,7 @@ GiB = 1024 * MiB
 
 
 def test_pts_e_matrix_and_defaults() -> None:
-    p = profile.load("pts-e")
+    p = load_profile("pts-e")
     iops = p.test("iops")
     assert len(iops.mixes) * len(iops.block_sizes) == 56
     assert [m.label for m in iops.mixes] == [
@@ -53,7 +55,7 @@ def test_pts_e_matrix_and_defaults() -> None:
 
 
 def test_pts_c_extends_pts_e() -> None:
-    p = profile.load("pts-c")
+    p = load_profile("pts-c")
     assert p.workload.active_range == 75.0
     assert (p.workload.numjobs, p.workload.iodepth) == (2, 16)
     # inherited test, with the client load resolved into it
@@ -65,7 +67,7 @@ def test_pts_c_extends_pts_e() -> None:
 
 
 def test_set_overrides() -> None:
-    p = profile.load(
+    p = load_profile(
         "quick",
         [
             "rounds.max=30",
@@ -80,7 +82,7 @@ def test_set_overrides() -> None:
     assert p.test("iops").point_runtime == 0.5
     assert p.test("iops").workload.iodepth == 4
     assert p.report.operator == "Lab 3"
-    p2 = profile.load("quick", ["tests.iops.rounds.max=3", "tests.iops.rounds.window=3"])
+    p2 = load_profile("quick", ["tests.iops.rounds.max=3", "tests.iops.rounds.window=3"])
     assert p2.test("iops").rounds.max == 3
 
 
@@ -104,7 +106,7 @@ def test_set_overrides() -> None:
 )
 def test_bad_overrides_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ProfileError) as exc:
-        profile.load("quick", [override])
+        load_profile("quick", [override])
     assert message in str(exc.value)
     assert "\n" not in str(exc.value)
 
@@ -130,7 +132,7 @@ def _write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
 def test_bad_profile_files(tmp_path: Path, text: str, message: str) -> None:
     f = _write(tmp_path, text)
     with pytest.raises(ProfileError) as exc:
-        profile.load(str(f))
+        load_profile(str(f))
     assert message in str(exc.value)
     assert str(f.name) in str(exc.value) or "nonexistent" in message
 
@@ -139,7 +141,7 @@ def test_extends_cycle(tmp_path: Path) -> None:
     _write(tmp_path, "extends = 'b.toml'\n", "a.toml")
     _write(tmp_path, "extends = 'a.toml'\n", "b.toml")
     with pytest.raises(ProfileError, match="cycle"):
-        profile.load(str(tmp_path / "a.toml"))
+        load_profile(str(tmp_path / "a.toml"))
 
 
 def test_fixed_profile_without_steady_state(tmp_path: Path) -> None:
@@ -151,14 +153,14 @@ def test_fixed_profile_without_steady_state(tmp_path: Path) -> None:
         + "[tests.recipe]\nkind = 'fixed'\nrepeat = 3\nmixes = ['70/30']\nblock_sizes = ['4k']\n"
         "point_runtime = '1s'\npurge = false\nprecondition = false\n",
     )
-    p = profile.load(str(f))
+    p = load_profile(str(f))
     assert [t.name for t in p.tests] == ["recipe"]
     pl = plan.build(p, plan.TargetInfo("f", "file", 64 * MiB))
     assert pl.tests[0].min_rounds == pl.tests[0].max_rounds == 3
 
 
 def test_plan_pts_e_on_a_512_device() -> None:
-    p = profile.load("pts-e")
+    p = load_profile("pts-e")
     pl = plan.build(p, plan.TargetInfo("/dev/x", "block", 400 * GiB, 512))
     names = [t.name for t in pl.tests]
     assert names == [
@@ -186,7 +188,7 @@ def test_plan_pts_e_on_a_512_device() -> None:
 
 
 def test_plan_4kn_drops_512_but_keeps_tracking() -> None:
-    p = profile.load("pts-e")
+    p = load_profile("pts-e")
     pl = plan.build(p, plan.TargetInfo("/dev/x", "block", 400 * GiB, 4096))
     iops = pl.tests[0]
     assert len(iops.points) == 49
@@ -203,14 +205,14 @@ def test_plan_4kn_drops_512_but_keeps_tracking() -> None:
 
 
 def test_pts_c_active_range() -> None:
-    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
+    pl = plan.build(load_profile("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
     assert pl.tests[0].active_bytes == 75 * GiB
 
 
 def test_pts_c_preconditioning_writes_twice_the_user_capacity_within_the_range() -> None:
     # PTS: "Write 2X User Capacity with 128KiB SEQ writes, writing to the entire
     # ActiveRange": 2 x 100 GiB of bytes, all of them inside the 75 GiB ActiveRange
-    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
+    pl = plan.build(load_profile("pts-c"), plan.TargetInfo("/dev/x", "block", 100 * GiB, 512))
     iops = pl.tests[0]
     pre = iops.precondition
     assert pre is not None and (pre.bs, pre.numjobs) == (128 * 1024, 2)
@@ -231,7 +233,7 @@ def test_pts_c_preconditioning_writes_twice_the_user_capacity_within_the_range()
 
 def test_preconditioning_bytes_are_whole_blocks_of_every_job_and_never_short() -> None:
     odd = 64 * MiB + 512  # a capacity that is no multiple of the block size
-    pl = plan.build(profile.load("pts-c"), plan.TargetInfo("/t", "file", odd, 512))
+    pl = plan.build(load_profile("pts-c"), plan.TargetInfo("/t", "file", odd, 512))
     pre = pl.tests[0].precondition
     assert pre is not None
     unit = pre.bs * pre.numjobs
@@ -242,7 +244,7 @@ def test_preconditioning_bytes_are_whole_blocks_of_every_job_and_never_short() -
 
 
 def test_describe_shows_points_and_estimate() -> None:
-    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    pl = plan.build(load_profile("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
     text = plan.describe(pl)
     assert "p005_4k_0-100" in text
     assert "Estimated duration" in text
@@ -256,7 +258,7 @@ def _parse_jobfile(text: str) -> configparser.ConfigParser:
 
 
 def test_round_jobfile_sections_and_handoff() -> None:
-    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    pl = plan.build(load_profile("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
     t = pl.tests[0]
     h = jobfile.Handoff("/run dir/.scratch/h")
     text = jobfile.render_round(
@@ -292,7 +294,7 @@ def test_round_jobfile_sections_and_handoff() -> None:
 
 
 def test_a_round_started_ahead_waits_for_the_last_point_of_the_round_before() -> None:
-    pl = plan.build(profile.load("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
+    pl = plan.build(load_profile("quick"), plan.TargetInfo("/t", "file", 64 * MiB))
     t = pl.tests[0]
 
     def render(follow: jobfile.Follow | None) -> configparser.ConfigParser:
@@ -326,7 +328,7 @@ def test_a_round_started_ahead_waits_for_the_last_point_of_the_round_before() ->
 
 
 def test_sequential_points_give_each_job_a_slice() -> None:
-    p = profile.load("pts-e", ["tests.throughput.workload.numjobs=4"])
+    p = load_profile("pts-e", ["tests.throughput.workload.numjobs=4"])
     pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     tp = pl.tests[1]
     text = jobfile.render_round(tp.points, {"filename": "/d"}, active_bytes=tp.active_bytes)
@@ -346,7 +348,7 @@ def _seq_round(moved: dict[tuple[int, int], tuple[int, int]]) -> Round:
 
 
 def test_sequential_streams_start_where_the_stored_rounds_left_them() -> None:
-    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    pl = plan.build(load_profile("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
     tp = pl.tests[1]  # throughput-1024k: 1024k 100/0 (read), 1024k 0/100 (write)
     read, write = (pt.job_name for pt in tp.points)
     a = tp.active_bytes
@@ -371,7 +373,7 @@ def test_sequential_streams_start_where_the_stored_rounds_left_them() -> None:
 
 
 def test_sequential_streams_of_mixed_points_and_several_jobs() -> None:
-    p = profile.load(
+    p = load_profile(
         "pts-e",
         [
             'tests.throughput.mixes=["65/35"]',
@@ -398,7 +400,7 @@ def test_sequential_streams_of_mixed_points_and_several_jobs() -> None:
 
 
 def test_precondition_jobfile_covers_twice_the_range_in_slices() -> None:
-    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    pl = plan.build(load_profile("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
     pre = pl.tests[0].precondition
     assert pre is not None
     text = jobfile.render_precondition(
@@ -422,7 +424,7 @@ def test_filename_colon_is_escaped_and_unsafe_characters_refused() -> None:
 def test_handoff_schedule_keeps_threads_early_in_long_rounds() -> None:
     # 56 one-minute points: with the hand-off each point's threads come up LEAD
     # before the earliest moment it can start, however many points precede it
-    pl = plan.build(profile.load("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
+    pl = plan.build(load_profile("pts-e"), plan.TargetInfo("/d", "block", 64 * GiB))
     iops = pl.tests[0]
     text = jobfile.round_jobfile(iops, {"filename": "/d"}, jobfile.Handoff("/h"))
     cp = _parse_jobfile(text)
@@ -454,7 +456,7 @@ def test_handoff_fails_the_point_on_timeout(tmp_path: Path) -> None:
 
 
 def test_precondition_time_limit_becomes_a_fio_runtime() -> None:
-    p = profile.load("pts-e", ["precondition.max_duration=2h"])
+    p = load_profile("pts-e", ["precondition.max_duration=2h"])
     pl = plan.build(p, plan.TargetInfo("/d", "block", 64 * GiB))
     cp = _parse_jobfile(jobfile.precondition_jobfile(pl.tests[0], {"filename": "/d"}))
     assert cp["precondition"]["runtime"] == "7200000ms"
@@ -466,7 +468,7 @@ def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert cli.main([*argv, "--assume-mbps", "500"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert not target.exists()  # planning touches nothing
-    want = plan.build(profile.load("pts-c"), plan.TargetInfo(str(target), "file", GiB))
+    want = plan.build(load_profile("pts-c"), plan.TargetInfo(str(target), "file", GiB))
     assert data["profile"]["name"] == "pts-c"
     assert data["target"] == {
         "spec": str(target),
@@ -504,24 +506,24 @@ def test_plan_json_is_the_whole_plan(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_the_pts_variant_is_declared_inherited_and_recorded(tmp_path: Path) -> None:
-    assert profile.load("pts-e").pts_variant == "E"
-    assert profile.load("pts-c").pts_variant == "C"
-    assert profile.load("quick").pts_variant == "E"  # inherited from pts-e
-    none = profile.load("pts-e", ["pts_variant=none"])
+    assert load_profile("pts-e").pts_variant == "E"
+    assert load_profile("pts-c").pts_variant == "C"
+    assert load_profile("quick").pts_variant == "E"  # inherited from pts-e
+    none = load_profile("pts-e", ["pts_variant=none"])
     assert none.pts_variant is None
     # recorded in the resolved profile (the manifest's) even where a profile says nothing
     data = dict(profile.load_raw("pts-e")[0])
     del data["pts_variant"]
-    custom = profile.build(data, str(tmp_path / "custom.toml"))
+    custom = build_profile(data, str(tmp_path / "custom.toml"))
     assert custom.pts_variant is None and custom.resolved["pts_variant"] == "none"
-    assert profile.load("pts-c").resolved["pts_variant"] == "C"
+    assert load_profile("pts-c").resolved["pts_variant"] == "C"
 
 
 def test_a_bad_variant_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "p.toml"
     f.write_text('extends = "pts-e"\npts_variant = "enterprise"\n')
     with pytest.raises(ProfileError, match=r"key 'pts_variant': 'enterprise' is not one of E, C"):
-        profile.load(str(f))
+        load_profile(str(f))
     argv = ["plan", "--profile", "pts-e", "--target", str(tmp_path / "t.img"), "--size", "1G"]
     assert cli.main([*argv, "--set", "pts_variant=X"]) == 2
     err = capsys.readouterr().err

@@ -26,6 +26,8 @@ from tkbench.conformance import judge_plan, judge_run
 from tkbench.conformance.pts import BY_NAME, TESTS, Departure, Judgement, stored_variant
 from tkbench.device.cacherecord import CacheSession, WriteCacheRecord
 from tkbench.plan import build as planmod
+from tkbench.profile.build import build as build_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.report import build_report, header
 from tkbench.report.model import PtsClaim
 from tkbench.rundir import store
@@ -49,7 +51,7 @@ CAPACITY = 4 * GiB
 
 def planned(name: str = "pts-e", *overrides: str, kind: str = "block", sector: int = 512):
     return planmod.build(
-        profile.load(name, list(overrides)),
+        load_profile(name, list(overrides)),
         planmod.TargetInfo("/dev/x", kind, CAPACITY, sector),
     )
 
@@ -283,25 +285,25 @@ def test_the_purge_a_target_gets_is_judged_before_it_runs() -> None:
 
 
 def test_a_profile_without_a_variant_makes_no_claim() -> None:
-    prof = profile.load("pts-e", ["pts_variant=none"])
+    prof = load_profile("pts-e", ["pts_variant=none"])
     assert prof.pts_variant is None and prof.resolved["pts_variant"] == "none"
     j = judge_plan(planmod.build(prof, planmod.TargetInfo("x", "file", CAPACITY)))
     assert j.variant is None and not j.conforms and j.departures == ()
     assert j.to_dict()["variant"] is None
     assert j.statement().startswith("No SNIA PTS claim: the profile declares no PTS variant")
     # quick inherits pts-e's variant and lists its reductions
-    assert profile.load("quick").pts_variant == "E"
-    assert profile.load("pts-c").pts_variant == "C"
+    assert load_profile("quick").pts_variant == "E"
+    assert load_profile("pts-c").pts_variant == "C"
     # a custom profile that declares nothing claims nothing
     data = dict(profile.load_raw("pts-e")[0])
     del data["pts_variant"]
-    assert profile.build(data, "custom.toml").pts_variant is None
+    assert build_profile(data, "custom.toml").pts_variant is None
 
 
 def test_a_custom_profile_may_claim_a_variant(tmp_path: Path) -> None:
     f = tmp_path / "lab.toml"
     f.write_text('extends = "pts-c"\npts_variant = "E"\n')
-    j = judge_plan(planmod.build(profile.load(str(f)), planmod.TargetInfo("x", "block", CAPACITY)))
+    j = judge_plan(planmod.build(load_profile(str(f)), planmod.TargetInfo("x", "block", CAPACITY)))
     # the pts-c settings judged as PTS-E: the cache, ActiveRange and load differ (IOPS's
     # load is the operator's choice: stated, not counted)
     assert {d.requirement for d in rest(j)} == {
@@ -327,7 +329,7 @@ def test_tests_outside_the_table_are_departures_and_absent_ones_are_not(tmp_path
         'extends = "pts-e"\n[tests.extra]\nkind = "fixed"\nmixes = ["0/100"]\n'
         'block_sizes = ["4k"]\n'
     )
-    plus = judge_plan(planmod.build(profile.load(str(f)), planmod.TargetInfo("x", "block", GiB)))
+    plus = judge_plan(planmod.build(load_profile(str(f)), planmod.TargetInfo("x", "block", GiB)))
     (d,) = rest(plus)
     assert (d.test, d.requirement) == ("extra", "test")
     assert d.actual == "Extra, a test PTS 2.0.2 does not define"
@@ -355,7 +357,7 @@ def stored_run(
     """A complete run as tkbench stores it, built from the real plan: every test purged
     by a secure erase, fully preconditioned, finished (steady where it has a rule)."""
     given = {o.split("=")[0] for o in overrides}
-    prof = profile.load(name, [*(o for o in FIO_OFF if o.split("=")[0] not in given), *overrides])
+    prof = load_profile(name, [*(o for o in FIO_OFF if o.split("=")[0] not in given), *overrides])
     plan = planmod.build(prof, planmod.TargetInfo("/dev/x", "block", CAPACITY, sector))
     tests = []
     for t in plan.tests:

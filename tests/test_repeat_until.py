@@ -19,9 +19,10 @@ import pytest
 from tests._helpers import STAGED_OFF, sets
 from tests.fakes.fio_runner import Call, FakeFio
 from tests.test_engine_rules import clock, interrupted_after, new_engine, resumed_engine
-from tkbench import cli, profile
+from tkbench import cli
 from tkbench.analysis.repeat import until_bounds, until_standing
 from tkbench.analysis.stoprules import kind_named
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.store import load_run
 
 __all__ = ["clock"]  # the engine's fake clock, a fixture
@@ -126,7 +127,7 @@ def test_without_repeat_until_a_fixed_test_runs_exactly_repeat_times(
 
 
 def test_the_plan_estimates_from_the_least_to_the_most_runs() -> None:
-    prof = profile.load("ars", ['tests.4k.repeat_until="3%"', "tests.4k.repeat_max=7"])
+    prof = load_profile("ars", ['tests.4k.repeat_until="3%"', "tests.4k.repeat_max=7"])
     spec = prof.test("4k")
     assert (spec.repeat_until, spec.repeat_max) == (3.0, 7)
     assert until_bounds(3, 7) == (3, 7) and until_bounds(1, 10) == (2, 10)

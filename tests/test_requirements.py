@@ -32,6 +32,7 @@ from tkbench.conformance import requirements as table
 from tkbench.conformance.pts import Judgement
 from tkbench.kinds.staged import common as procedures
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.report import analysis, build_report, header, options, render
 from tkbench.rundir import store
 from tkbench.rundir.records import OperatingPoint
@@ -60,7 +61,7 @@ def test_every_planned_parameter_has_a_row_or_says_why_not(sector: int) -> None:
     seen: set[str] = set()
     claiming = []
     for name in profile.available():
-        prof = profile.load(name)
+        prof = load_profile(name)
         if prof.pts_variant is None:
             continue  # a volume benchmark: no PTS claim, nothing judged against the table
         claiming.append(name)
@@ -285,7 +286,7 @@ def test_a_resume_that_preconditioned_again_without_a_purge_departs() -> None:
 
 
 def test_the_title_claims_the_pts_only_for_a_conforming_run() -> None:
-    title = profile.load("pts-e").resolved["report"]["title"]
+    title = load_profile("pts-e").resolved["report"]["title"]
     assert title == "SNIA PTS-E 2.0.2 Solid State Storage Performance Report"
     run = stored_run("pts-e", *STAGED_OFF)
     conforming = judge_run(run, cache_set())

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from tests._helpers import STAGED_OFF, merged
-from tkbench import profile
 from tkbench.engine.runs import RunRequest, start
 from tkbench.errors import Interrupted
 from tkbench.fio import jobfile
 from tkbench.fio.output import parse
 from tkbench.fio.results import summarize_round
 from tkbench.plan import build as plan
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Direction, PlannedPoint, PointResult, Round
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import load_run
@@ -31,7 +31,7 @@ RATE = "32m"  # per job: about 10 MiB in a 0.3 s point, a small part of the 64 M
 
 
 def _throughput(target: Path, size: int) -> plan.PlannedTest:
-    p = profile.load("quick", ["tests.throughput.point_runtime=0.3s"])
+    p = load_profile("quick", ["tests.throughput.point_runtime=0.3s"])
     pl = plan.build(p, plan.TargetInfo(str(target), "file", size))
     (tp,) = (t for t in pl.tests if t.name == "throughput")
     assert [(pt.rw, pt.numjobs, pt.iodepth) for pt in tp.points] == [

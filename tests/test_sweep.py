@@ -13,12 +13,12 @@ import pytest
 
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
 from tkbench import cli
-from tkbench import profile as profilemod
 from tkbench.errors import ProfileError
 from tkbench.fio import jobfile
 from tkbench.kinds.results.sweep import DEFAULT, Cell, best_cell, result
 from tkbench.kinds.sweep import FILE, MODES, combinations, own
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 
 __all__ = ["ext4"]  # the fixture, shared with test_volume
 
@@ -34,7 +34,7 @@ def _info(free: int = 100 * GiB, direct: bool = True) -> planmod.TargetInfo:
 
 
 def test_the_bundled_sweep_runs_every_combination_within_64_mib_of_buffers() -> None:
-    prof = profilemod.load("bulk-sweep")
+    prof = load_profile("bulk-sweep")
     assert prof.scope == "volume"
     plan = planmod.build(prof, _info())
     (test,) = plan.tests
@@ -56,7 +56,7 @@ def test_the_bundled_sweep_runs_every_combination_within_64_mib_of_buffers() -> 
 
 
 def test_each_mode_asks_fio_for_its_caching_and_hint() -> None:
-    prof = profilemod.load("bulk-sweep")
+    prof = load_profile("bulk-sweep")
     (test,) = planmod.build(prof, _info()).tests
     job = jobfile.round_jobfile(test, {"ioengine": "libaio", "directory": "/w"}, None)
     sections = {}
@@ -82,7 +82,7 @@ def test_each_mode_asks_fio_for_its_caching_and_hint() -> None:
 
 
 def test_the_test_file_shrinks_to_a_small_volume() -> None:
-    prof = profilemod.load("bulk-sweep")
+    prof = load_profile("bulk-sweep")
     (test,) = planmod.build(prof, _info(free=1536 * M)).tests
     assert test.active_bytes < 2 * GiB and test.active_bytes % (16 * M) == 0
     assert any("shrunk" in n for n in test.notes)
@@ -184,9 +184,9 @@ def test_a_bad_sweep_is_one_error_naming_the_key(
     tmp_path: Path, change: str, key: str, words: str
 ) -> None:
     path = _profile(tmp_path, SWEEP)
-    profilemod.load(str(path))  # the profile itself is good
+    load_profile(str(path))  # the profile itself is good
     with pytest.raises(ProfileError) as err:
-        profilemod.load(str(path), [change])
+        load_profile(str(path), [change])
     assert key in str(err.value) and words in str(err.value)
     assert "\n" not in str(err.value)
 

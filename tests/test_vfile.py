@@ -17,13 +17,13 @@ import pytest
 from tests._helpers import layout_text
 from tests.test_volume import _one_error, _snapshot, ext4, needs_root
 from tkbench import cache, cli, kinds
-from tkbench import profile as profilemod
 from tkbench.engine.runs import check_drop_caches
 from tkbench.errors import InputError, ProfileError
 from tkbench.fio import jobfile
 from tkbench.kinds.results.vfile import vfile_of
 from tkbench.kinds.vfile import FILE
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Round, TestPlan
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import load_run
@@ -51,7 +51,7 @@ def _sections(job: str) -> dict[str, dict[str, str]]:
 
 
 def test_the_bundled_vfile_profile_is_every_operation_threads_and_cache_state() -> None:
-    prof = profilemod.load("vfile")
+    prof = load_profile("vfile")
     assert prof.scope == "volume"
     plan = planmod.build(prof, _info())
     (test,) = plan.tests
@@ -91,7 +91,7 @@ def test_the_bundled_vfile_profile_is_every_operation_threads_and_cache_state() 
 
 
 def test_the_vfile_keys_shape_the_test() -> None:
-    prof = profilemod.load(
+    prof = load_profile(
         "vfile",
         [
             "tests.vfile.nodes=1000",
@@ -117,7 +117,7 @@ def test_one_cache_option_per_state_and_the_sweep_uses_it() -> None:
     assert cache.fio_options("warm") == {"pre_read": True, "invalidate": False}
     assert cache.fio_options("as-is") == cache.fio_options("") == {}
     # the bulk-I/O sweep's points are cold through the same code
-    (sweep,) = planmod.build(profilemod.load("bulk-sweep"), _info()).tests
+    (sweep,) = planmod.build(load_profile("bulk-sweep"), _info()).tests
     assert {p.cache for p in sweep.points} == {"cold"}
     # a stored sweep's points that state no cache ran cold; others as-is, and a direct
     # test's unstated points had none in play
@@ -136,7 +136,7 @@ def test_one_cache_option_per_state_and_the_sweep_uses_it() -> None:
 def test_an_ordinary_tests_cache_reaches_its_job_file(
     state: str, present: tuple[str, ...], absent: tuple[str, ...]
 ) -> None:
-    prof = profilemod.load("ars", [f"tests.4k.cache={state}", "tests.4k.repeat=1"])
+    prof = load_profile("ars", [f"tests.4k.cache={state}", "tests.4k.repeat=1"])
     test = next(t for t in planmod.build(prof, _info()).tests if t.name == "4k")
     job = jobfile.round_jobfile(test, {"ioengine": "posixaio", "directory": "/w"}, None)
     for text in present:
@@ -152,7 +152,7 @@ def test_the_default_leaves_the_job_files_as_they_were() -> None:
     stored runs keep their job files and records."""
     for name in ("ars", "quick"):
         info = _info() if name == "ars" else planmod.TargetInfo("/t", "file", 64 * GiB, 512)
-        for test in planmod.build(profilemod.load(name), info).tests:
+        for test in planmod.build(load_profile(name), info).tests:
             job = jobfile.round_jobfile(test, {"ioengine": "libaio", "filename": "/t"}, None)
             keys = {k for opts in _sections(job).values() for k in opts}
             for key in ("invalidate", "pre_read", "sync", "overwrite", "buffer_compress_chunk"):
@@ -165,7 +165,7 @@ def test_the_default_leaves_the_job_files_as_they_were() -> None:
 
 
 def test_vfile_points_are_stonewalled_and_drop_caches_goes_into_the_hand_off() -> None:
-    prof = profilemod.load(
+    prof = load_profile(
         "vfile", ["tests.vfile.drop_caches=true", "tests.vfile.thread_counts=[1, 2]"]
     )
     (test,) = planmod.build(prof, _info()).tests
@@ -190,7 +190,7 @@ def test_vfile_points_are_stonewalled_and_drop_caches_goes_into_the_hand_off() -
     margin = f"{jobfile.STALL_MARGIN:.0f}"
     assert f" /h -1 0 {margin} /h 0" in first  # nothing to wait for before the first point
     # without drop_caches no point waits in the hand-off
-    (plain,) = planmod.build(profilemod.load("vfile"), _info()).tests
+    (plain,) = planmod.build(load_profile("vfile"), _info()).tests
     job = jobfile.round_jobfile(
         plain, {"ioengine": "psync", "directory": "/w"}, jobfile.Handoff("/h", python="py")
     )
@@ -204,7 +204,7 @@ def test_vfile_points_are_stonewalled_and_drop_caches_goes_into_the_hand_off() -
 
 
 def test_drop_caches_is_refused_without_root_or_with_fio_servers() -> None:
-    prof = profilemod.load("vfile", ["tests.vfile.drop_caches=true"])
+    prof = load_profile("vfile", ["tests.vfile.drop_caches=true"])
     plan = planmod.build(prof, _info())
     check_drop_caches(plan, euid=0)  # root: fine
     with pytest.raises(InputError) as err:
@@ -212,10 +212,10 @@ def test_drop_caches_is_refused_without_root_or_with_fio_servers() -> None:
     assert "only root" in str(err.value) and "tests.vfile.drop_caches" in str(err.value)
     with pytest.raises(InputError, match="--fio-server"):
         check_drop_caches(plan, ["host1"], euid=0)
-    check_drop_caches(planmod.build(profilemod.load("vfile"), _info()), euid=1000)
+    check_drop_caches(planmod.build(load_profile("vfile"), _info()), euid=1000)
     # a copy test's drop_caches (it drops the caches itself, before every copy): root
     # only, the same check; fio servers do not matter to it
-    copy = planmod.build(profilemod.load("copy", ["tests.copy.drop_caches=true"]), _info())
+    copy = planmod.build(load_profile("copy", ["tests.copy.drop_caches=true"]), _info())
     check_drop_caches(copy, ["host1"], euid=0)
     with pytest.raises(InputError, match="only root"):
         check_drop_caches(copy, euid=1000)
@@ -225,12 +225,12 @@ def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
     """The copy test (kind copy) shares the key drop_caches: no cache state needed for
     it, no page-cache words from this side, and the fio pattern name "compressible"
     is not one of its data patterns (those are compressible-NN)."""
-    prof = profilemod.load("copy", ["tests.copy.drop_caches=true"])
+    prof = load_profile("copy", ["tests.copy.drop_caches=true"])
     assert prof.test("copy").drop_caches and prof.test("copy").cache == "as-is"
     with pytest.raises(ProfileError, match=r"tests\.copy\.cache: a copy test does not take"):
-        profilemod.load("copy", ["tests.copy.cache=cold"])
+        load_profile("copy", ["tests.copy.cache=cold"])
     with pytest.raises(ProfileError, match=r"tests\.copy\.data_patterns"):
-        profilemod.load("copy", ['tests.copy.data_patterns=["compressible"]'])
+        load_profile("copy", ['tests.copy.data_patterns=["compressible"]'])
     (test,) = planmod.build(prof, _info()).tests
     assert kinds.of_plan(test.record()).cache_states(test.record()) == []
     # one check for every drop_caches, the copy test's too (root only)
@@ -242,7 +242,7 @@ def test_a_copy_tests_drop_caches_and_data_patterns_stay_its_own() -> None:
 
 
 def test_a_compressible_pattern_asks_fio_for_its_percentage() -> None:
-    prof = profilemod.load(
+    prof = load_profile(
         "ars", ["workload.data_pattern=compressible", "tests.4k.workload.compress_percentage=75"]
     )
     tests = {t.name: t for t in planmod.build(prof, _info()).tests}
@@ -253,7 +253,7 @@ def test_a_compressible_pattern_asks_fio_for_its_percentage() -> None:
     assert g["buffer_compress_percentage"] == "50"  # the default percentage
     assert "compressible 75 % data" in planmod.describe(planmod.build(prof, _info()))
     # a test that picks another pattern drops the percentage it inherited
-    prof = profilemod.load(
+    prof = load_profile(
         "ars", ["workload.data_pattern=compressible", "tests.4k.workload.data_pattern=zero"]
     )
     assert prof.test("4k").workload.compress_percentage == 0
@@ -310,12 +310,12 @@ def test_bad_cache_pattern_and_vfile_keys_are_one_line_naming_the_key(
     tmp_path: Path, change: str, key: str, words: str
 ) -> None:
     path = _profile(tmp_path, VOLUME)
-    profilemod.load(str(path))  # the profile itself is good
+    load_profile(str(path))  # the profile itself is good
     if not key:
-        profilemod.load(str(path), change.split(";"))
+        load_profile(str(path), change.split(";"))
         return
     with pytest.raises(ProfileError) as err:
-        profilemod.load(str(path), change.split(";"))
+        load_profile(str(path), change.split(";"))
     assert key in str(err.value) and words in str(err.value), str(err.value)
     assert "\n" not in str(err.value)
 
@@ -334,7 +334,7 @@ def test_keys_a_test_cannot_have_are_refused(tmp_path: Path, extra: str, key: st
     body = VOLUME.replace("[workload]\ndirect = false\n", "")
     body = body.replace(f"[tests.{section}]\n", f"[tests.{section}]\n{extra}")
     with pytest.raises(ProfileError) as err:
-        profilemod.load(str(_profile(tmp_path, body)))
+        load_profile(str(_profile(tmp_path, body)))
     assert key in str(err.value) and "\n" not in str(err.value)
 
 

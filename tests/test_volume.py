@@ -20,10 +20,10 @@ import pytest
 
 from tests._helpers import mounted_volume
 from tkbench import cli
-from tkbench import profile as profilemod
 from tkbench.analysis.repeat import repeatability, t95
 from tkbench.errors import ProfileError
 from tkbench.plan import build as planmod
+from tkbench.profile.build import load as load_profile
 from tkbench.targets.volume import MARKER, PREFIX, VolumeTarget, find_workdirs, open_volume
 
 MiB = 1024 * 1024
@@ -84,7 +84,7 @@ def _small(tmp_path: Path) -> Path:
 
 
 def test_ars_is_a_volume_profile_with_the_published_recipes() -> None:
-    prof = profilemod.load("ars")
+    prof = load_profile("ars")
     assert prof.scope == "volume"
     by = {t.name: t for t in prof.tests}
     assert set(by) == {"4k", "4k-fsync", "64k", "64k-fsync", "1m", "1m-fsync"}
@@ -104,9 +104,9 @@ def test_ars_is_a_volume_profile_with_the_published_recipes() -> None:
 def test_a_volume_profile_never_purges(tmp_path: Path) -> None:
     p = _small(tmp_path)
     with pytest.raises(ProfileError, match="never purges"):
-        profilemod.load(str(p), ["tests.4k.purge=true"])
+        load_profile(str(p), ["tests.4k.purge=true"])
     with pytest.raises(ProfileError, match="file_size"):
-        profilemod.load("quick", ["tests.iops.file_size=4m"])
+        load_profile("quick", ["tests.iops.file_size=4m"])
 
 
 def _info(free: int, direct: bool = True) -> planmod.TargetInfo:
@@ -114,7 +114,7 @@ def _info(free: int, direct: bool = True) -> planmod.TargetInfo:
 
 
 def test_files_shrink_to_fit_the_volume_with_a_note() -> None:
-    prof = profilemod.load("ars", ["volume.reserve=0"])
+    prof = load_profile("ars", ["volume.reserve=0"])
     plan = planmod.build(prof, _info(10 << 30))  # 9 GiB usable: the 16 GiB file shrinks
     by = {t.name: t for t in plan.tests}
     assert by["4k"].active_bytes == 4 << 30 and not by["4k"].notes
@@ -124,20 +124,20 @@ def test_files_shrink_to_fit_the_volume_with_a_note() -> None:
 
 
 def test_too_little_space_is_refused_with_the_numbers() -> None:
-    prof = profilemod.load("ars", ["volume.shrink=false"])
+    prof = load_profile("ars", ["volume.shrink=false"])
     with pytest.raises(ValueError, match=r"needs 1 x 4.00 GiB = 4.00 GiB .*\(2.00 GiB free"):
         planmod.build(prof, _info(2 << 30))
     # shrinking stops at volume.min_file_size
     with pytest.raises(ValueError, match="only"):
-        planmod.build(profilemod.load("ars"), _info(1 << 30))
+        planmod.build(load_profile("ars"), _info(1 << 30))
 
 
 def test_direct_io_where_the_filesystem_has_none(tmp_path: Path) -> None:
     p = _small(tmp_path)
-    direct = profilemod.load(str(p), ["workload.direct=true"])
+    direct = load_profile(str(p), ["workload.direct=true"])
     with pytest.raises(ValueError, match="does not support direct I/O"):
         planmod.build(direct, _info(1 << 30, direct=False))
-    allowed = profilemod.load(str(p), ["workload.direct=true", "volume.allow_buffered=true"])
+    allowed = load_profile(str(p), ["workload.direct=true", "volume.allow_buffered=true"])
     plan = planmod.build(allowed, _info(1 << 30, direct=False))
     assert all(not t.spec.workload.direct for t in plan.tests)
     assert "buffered I/O" in plan.tests[0].notes[0]

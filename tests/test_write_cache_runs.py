@@ -19,7 +19,7 @@ from fakes.helpers import FakeTools
 
 from tests._helpers import STAGED_OFF, TWO_IOPS_ROUNDS, merged
 from tests.fakes.fio_runner import Call, FakeFio
-from tkbench import cli, profile
+from tkbench import cli
 from tkbench.cli.commands import _warn_write_cache
 from tkbench.conformance import judge_plan, judge_run
 from tkbench.device import DeviceIdentity, WriteCacheError
@@ -36,6 +36,8 @@ from tkbench.errors import (
 from tkbench.outputs.show import format_summary, run_summary
 from tkbench.outputs.show import shown as show
 from tkbench.plan import build as planmod
+from tkbench.profile.build import build as build_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.report import header
 from tkbench.rundir import writecache as cacherecord
 from tkbench.rundir.store import RunStore, load_run
@@ -59,26 +61,26 @@ ONLY_IOPS = [
 
 
 def test_bundled_profiles_ask_what_their_pts_variant_states() -> None:
-    assert profile.load("pts-e").workload.write_cache == "disabled"
-    assert profile.load("pts-c").workload.write_cache == "enabled"
-    assert profile.load("quick").workload.write_cache == "unchanged"
-    p = profile.load("quick", ["workload.write_cache=enabled"])
+    assert load_profile("pts-e").workload.write_cache == "disabled"
+    assert load_profile("pts-c").workload.write_cache == "enabled"
+    assert load_profile("quick").workload.write_cache == "unchanged"
+    p = load_profile("quick", ["workload.write_cache=enabled"])
     assert {t.workload.write_cache for t in p.tests} == {"enabled"}
 
 
 def test_bad_values_are_one_line_naming_the_key(tmp_path: Path) -> None:
     with pytest.raises(ProfileError) as err:
-        profile.load("quick", ["workload.write_cache=off"])
+        load_profile("quick", ["workload.write_cache=off"])
     assert str(err.value) == (
         "--set workload.write_cache: 'off' is not one of disabled, enabled, unchanged"
     )
     f = tmp_path / "p.toml"
     f.write_text('extends = "quick"\n[workload]\nwrite_cache = false\n')
     with pytest.raises(ProfileError, match=r"key 'workload.write_cache': False is not one of"):
-        profile.load(str(f))
+        load_profile(str(f))
     f.write_text('extends = "pts-e"\n[tests.iops]\nworkload = { write_cache = "enabled" }\n')
     with pytest.raises(ProfileError, match=r"tests.iops.workload.write_cache': the write cache"):
-        profile.load(str(f))
+        load_profile(str(f))
 
 
 def test_bad_value_on_the_command_line_exits_2(
@@ -92,7 +94,7 @@ def test_bad_value_on_the_command_line_exits_2(
 
 def test_a_setting_other_than_the_pts_variants_is_a_departure() -> None:
     def of(name: str, *sets: str) -> list[tuple[str, str]]:
-        plan = planmod.build(profile.load(name, list(sets)), planmod.TargetInfo("d", "block", GiB))
+        plan = planmod.build(load_profile(name, list(sets)), planmod.TargetInfo("d", "block", GiB))
         return [
             (d.required, d.actual)
             for d in judge_plan(plan).departures
@@ -144,7 +146,7 @@ def engine(
 ) -> Engine:
     """A new run of the quick profile (fast, ``overrides``) on ``target``, as ``run``
     starts it once the guards passed."""
-    prof = profile.load("quick", merged(*ONLY_IOPS, *overrides))
+    prof = load_profile("quick", merged(*ONLY_IOPS, *overrides))
     plan = planmod.build(prof, target.info())
     target.check_write_cache(prof.workload.write_cache)
     store = RunStore.create(tmp / "run", new_manifest(plan, target, fake.version(), [], []))
@@ -155,7 +157,7 @@ def resumed(tmp: Path, target: Target, fake: FakeFio) -> Engine:
     data = load_run(tmp / "run")
     check_resumable(data)
     m = data.manifest
-    prof = profile.build(dict(m.profile.resolved), m.profile.source)
+    prof = build_profile(dict(m.profile.resolved), m.profile.source)
     plan = planmod.build(prof, target.info())
     return Engine(plan, target, fake, RunStore.open(tmp / "run"), fake.progress, EngineOptions())
 

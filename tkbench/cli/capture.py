@@ -12,13 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tkbench import kinds
-from tkbench import profile as profilemod
 from tkbench.cli.options import Parser, path_arg, text_arg
 from tkbench.cli.support import SESSION, info, say, warn
 from tkbench.cli.terminal import printable
 from tkbench.errors import InputError
-from tkbench.kinds.replay import REPLAY, own
 from tkbench.outputs.files import check_output
 from tkbench.units import format_duration, format_size, human_bytes
 from tkbench.workload import capture as capturemod
@@ -65,38 +62,6 @@ def register(sub: Any) -> None:
     q.add_argument("file", type=path_arg, metavar="FILE.tkw")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=cmd_capture_show)
-
-
-def workload_overrides(args: argparse.Namespace) -> list[str]:
-    """``--set`` overrides that hand ``--workload FILE.tkw`` to every replay test of the
-    profile (so a resumed run finds it in its stored profile); one line when it is
-    given with a profile that replays nothing, missing for one that does, or not a
-    workload file this tkbench reads."""
-    workload: Path | None = getattr(args, "workload", None)
-    overrides: list[str] = list(args.overrides)
-    if getattr(args, "resume", None) is not None:
-        if workload is not None:
-            raise InputError(
-                "--resume continues a run with the workload it was started with; "
-                "--workload cannot be given with it"
-            )
-        return overrides
-    prof = profilemod.load(args.profile, overrides)
-    replays = [t for t in prof.tests if kinds.of_spec(t) is REPLAY]
-    if workload is None:
-        if any(not own(t).capture for t in replays):
-            raise InputError(
-                f"profile {prof.name} replays a captured workload: give --workload FILE.tkw "
-                "(made by tkbench capture)"
-            )
-        return overrides
-    if not replays:
-        raise InputError(
-            f"--workload is for a profile that replays a captured workload (rwsw), not {prof.name}"
-        )
-    tkw.load(workload)  # a missing, damaged or newer file: one line, before anything
-    path = json.dumps(str(workload.resolve()))
-    return [*overrides, *(f"tests.{t.name}.capture={path}" for t in replays)]
 
 
 def cmd_capture(args: argparse.Namespace) -> int:

@@ -17,18 +17,17 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from tkbench.cli import support
-from tkbench.cli.capture import workload_overrides
 from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
 from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
 from tkbench.cli.terminal import printable
 from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from tkbench.fleet.reports import report_turn
-from tkbench.plan import build as planmod
 
 if TYPE_CHECKING:
     from tkbench.engine.runs import ChecksDone
     from tkbench.history import Entry, History, Indexed
+    from tkbench.plan.build import Plan
     from tkbench.rundir.records import Manifest
 
 
@@ -45,10 +44,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from tkbench.conformance import judge_plan
-    from tkbench.engine.runs import RunRequest, prepare
+    from tkbench.engine.runs import RunRequest, prepare, workload_overrides
     from tkbench.fio import jobfile
 
-    args.overrides = workload_overrides(args)
+    args.overrides = workload_overrides(args.profile, args.overrides, args.workload)
     args.workload = None  # handed to the profile's replay tests as overrides
     if (several := dispatch_plan(args, cmd_plan)) is not None:
         return several
@@ -61,7 +60,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     handoff = jobfile.Handoff("XDG_RUNTIME_DIR/tkbench-handoff-RUN/handoff")
     pts = judge_plan(plan, target.write_cache_absent())
     if args.json:
-        data = planmod.to_json(plan, args.assume_mbps * 1e6)
+        data = plan.to_json(args.assume_mbps * 1e6)
         if not args.no_jobs:
             for t, entry in zip(plan.tests, data["tests"], strict=True):
                 opts = target.fio_options(t.spec.workload.ioengine)
@@ -74,7 +73,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data["pts"] = pts.to_dict()
         print(json.dumps(data, indent=1))
         return 0
-    say(_with_write_cache(planmod.describe(plan, args.assume_mbps * 1e6), plan, target))
+    say(_with_write_cache(plan.describe(args.assume_mbps * 1e6), plan, target))
     say("\n" + "\n".join(pts.lines()))
     if not args.no_jobs:
         for t in plan.tests:
@@ -92,7 +91,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_write_cache(text: str, plan: planmod.Plan, target: Any) -> str:
+def _with_write_cache(text: str, plan: Plan, target: Any) -> str:
     """The plan's description with what the run does to the write cache, after its
     purge line (at the end should that line ever be missing)."""
     what = target.write_cache_plan(plan.profile.workload.write_cache)
@@ -155,11 +154,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tkbench.engine.runs import RunRequest, check_outputs, start
+    from tkbench.engine.runs import RunRequest, check_outputs, start, workload_overrides
     from tkbench.outputs.show import run_summary
     from tkbench.rundir.store import load_run
 
-    args.overrides = workload_overrides(args)
+    args.overrides = workload_overrides(
+        args.profile, args.overrides, args.workload, args.resume is not None
+    )
     args.workload = None  # handed to the profile's replay tests as overrides
     if (several := dispatch_run(args)) is not None:
         return several
@@ -240,9 +241,9 @@ def _check_default_out(profile: str, overrides: list[str]) -> None:
     """Without ``--out`` the run directory is ``runs/PROFILE-TARGET-DATE-TIME``: a
     profile name that is no plain file name (``/``, ``..``, a leading dot, control
     characters) would put it elsewhere than in ``runs/``, or hide it; refused."""
-    from tkbench import profile as profilemod
+    from tkbench.profile.build import load as load_profile
 
-    name = profilemod.load(profile, overrides).name
+    name = load_profile(profile, overrides).name
     if (
         "/" in name
         or "\\" in name

@@ -79,13 +79,13 @@ def register(sub: Any) -> None:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from tkbench import profile
+    from tkbench.profile import build, finding
 
     rows = []
     bad = 0
-    for entry in profile.catalogue():
+    for entry in finding.catalogue():
         try:
-            description = profile.load(str(entry.path)).description
+            description = build.load(str(entry.path)).description
         except TkbenchError as exc:
             description, bad = f"INVALID: {exc}", bad + 1
         rows.append((entry, description))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +25,11 @@ from tkbench.engine import (
 )
 from tkbench.errors import InputError, Interrupted, RunDirError, SafetyError, TkbenchError
 from tkbench.fio.runner import ClientFio, FioRunner, LocalFio
+from tkbench.kinds.replay import REPLAY
+from tkbench.kinds.replay import own as replay_own
 from tkbench.plan import build as planmod
+from tkbench.profile.build import build as build_profile
+from tkbench.profile.build import load as load_profile
 from tkbench.rundir.records import Checks, Manifest, TargetRecord
 from tkbench.rundir.records.base import dump
 from tkbench.rundir.store import RunStore, TestData, load_run
@@ -32,6 +37,7 @@ from tkbench.targets import open_target
 from tkbench.targets.base import Target
 from tkbench.targets.file import check_direct_io
 from tkbench.units import timestamp
+from tkbench.workload import tkw
 
 
 @dataclass
@@ -65,11 +71,44 @@ def make_runner(servers: list[str]) -> FioRunner:
     return ClientFio(servers) if servers else LocalFio()
 
 
+def workload_overrides(
+    profile: str, overrides: Sequence[str], workload: Path | None, resuming: bool = False
+) -> list[str]:
+    """``--set`` overrides that hand ``--workload FILE.tkw`` to every replay test of the
+    profile (so a resumed run finds it in its stored profile); one line when it is
+    given with a profile that replays nothing, missing for one that does, or not a
+    workload file this tkbench reads."""
+    out = list(overrides)
+    if resuming:
+        if workload is not None:
+            raise InputError(
+                "--resume continues a run with the workload it was started with; "
+                "--workload cannot be given with it"
+            )
+        return out
+    prof = load_profile(profile, out)
+    replays = [t for t in prof.tests if kinds.of_spec(t) is REPLAY]
+    if workload is None:
+        if any(not replay_own(t).capture for t in replays):
+            raise InputError(
+                f"profile {prof.name} replays a captured workload: give --workload FILE.tkw "
+                "(made by tkbench capture)"
+            )
+        return out
+    if not replays:
+        raise InputError(
+            f"--workload is for a profile that replays a captured workload (rwsw), not {prof.name}"
+        )
+    tkw.load(workload)  # a missing, damaged or newer file: one line, before anything
+    path = json.dumps(str(workload.resolve()))
+    return [*out, *(f"tests.{t.name}.capture={path}" for t in replays)]
+
+
 def prepare(req: RunRequest) -> tuple[planmod.Plan, Target]:
     """Profile + target -> plan, without touching the target: a regular file that does
     not exist yet is planned at ``req.size`` and not created (what ``tkbench plan``
     shows is what ``run`` would do)."""
-    prof = profilemod.load(req.profile, req.overrides)
+    prof = load_profile(req.profile, req.overrides)
     if req.target is None:
         raise InputError("--target is required (a block device, a file or an NBD URI)")
     target = open_target(req.target, size=req.size, create=True)
@@ -147,7 +186,7 @@ def resume(req: RunRequest, progress: Progress | None = None) -> tuple[Path, Man
         check_resumable(data)
     if not m.profile.resolved or not m.target.spec:
         raise RunDirError(f"{root}: manifest lacks the profile or target needed to resume")
-    prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
+    prof = build_profile(dict(m.profile.resolved), m.profile.source)
     tspec = m.target.spec
     if req.target is not None and req.target != tspec:
         raise InputError(f"--target {req.target} differs from the run's target {tspec}")
@@ -435,7 +474,7 @@ def finish_checks(
 
     run = load_run(out)
     m = run.manifest
-    prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
+    prof = build_profile(dict(m.profile.resolved), m.profile.source)
     acc = prof.acceptance
     found = checkmod.steady_checks(run) if acc.steady_state else []
     found += checkmod.criterion_checks(run, acc)

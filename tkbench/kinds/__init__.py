@@ -14,20 +14,18 @@ module         type
 
 :func:`of_spec` finds the type of a profile's test and :func:`of_plan` that of a
 stored one (its ``test.json``); the interface is :class:`.base.TestType`.  Adding a
-test type is a module here, its entry in :data:`TYPES`, and its templates.
+test type is a module here, its entries in :data:`TYPES` and :data:`CHECKED`, and its
+templates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tkbench.kinds import basic, copy, replay, sweep, vfile
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
 from tkbench.kinds.basic import BASIC
 from tkbench.kinds.copy import COPY
 from tkbench.kinds.replay import REPLAY
-from tkbench.kinds.staged import common as staged
 from tkbench.kinds.staged.hir import HIR
 from tkbench.kinds.staged.intensity import INTENSITY
 from tkbench.kinds.staged.xsr import XSR
@@ -41,14 +39,19 @@ if TYPE_CHECKING:
 # asked in this order; the basic type, last, claims every test the others do not
 TYPES: tuple[TestType, ...] = (COPY, HIR, XSR, INTENSITY, SWEEP, VFILE, REPLAY, BASIC)
 
-# each type's checks of a profile's test, in this order (tkbench.profile.build)
-CHECKS = (basic.check, staged.check, sweep.check, copy.check, vfile.check, replay.check)
+# each type checks a profile's test in this order (check_keys): the basic type's
+# checks are every test's, and a type may refuse what an earlier one filled in
+CHECKED: tuple[TestType, ...] = (BASIC, HIR, XSR, INTENSITY, SWEEP, COPY, VFILE, REPLAY)
+assert set(CHECKED) == set(TYPES)
 
 __all__ = [
-    "CHECKS",
+    "CHECKED",
     "TYPES",
     "Context",
+    "KeyRules",
+    "TestKeys",
     "TestType",
+    "check_keys",
     "named",
     "of_keys",
     "of_plan",
@@ -61,10 +64,17 @@ def of_spec(spec: TestSpec) -> TestType:
     return next(t for t in TYPES if t.claims(spec))
 
 
-def of_keys(t: Mapping[str, Any]) -> TestType:
+def check_keys(k: TestKeys) -> TestType:
+    """Every type's checks of a profile's test (:data:`CHECKED`), and the type it is."""
+    for ty in CHECKED:
+        ty.check_keys(k)
+    return of_keys(k)
+
+
+def of_keys(k: TestKeys) -> TestType:
     """The type of a profile's test as its keys stand after every type's check
-    (:data:`CHECKS`), before they are a :class:`TestSpec`."""
-    return next(ty for ty in TYPES if ty.claims_keys(t))
+    (:func:`check_keys`), before they are a :class:`TestSpec`."""
+    return next(ty for ty in TYPES if ty.claims_keys(k))
 
 
 def of_plan(plan: TestPlan) -> TestType:

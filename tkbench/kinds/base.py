@@ -17,13 +17,15 @@ which every type's stages choose from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench import cache
+from tkbench.errors import ProfileError
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import FamilySpec
+from tkbench.profile.schema import TEST_SCHEMA
 
 if TYPE_CHECKING:
     from tkbench.analysis.figure import Figure
@@ -44,6 +46,58 @@ class Context:
     sector: int  # its logical sector, bytes
     active: int  # bytes the test addresses: the ActiveRange, or each job's test file
     notes: tuple[str, ...] = ()  # what fitting the test to a volume changed
+
+
+@dataclass
+class TestKeys:
+    """A profile's test while its keys are checked: every type's check reads them,
+    refuses what its tests cannot have and fills in what its tests imply
+    (:func:`tkbench.kinds.check_keys`); :mod:`tkbench.profile.build` makes a
+    ``TestSpec`` of them."""
+
+    scope: str  # the profile's: "device" or "volume"
+    name: str
+    values: dict[str, Any]  # every key of TEST_SCHEMA: given, inherited or its default
+    workload: dict[str, Any]  # its [workload]: the profile's with the test's own keys
+    given: Mapping[str, Any]  # the test's own table as the profile writes it
+    refusal: Callable[[str, str], ProfileError]  # (full key, why) -> one line
+    family: FamilySpec | None = None  # its type's own keys, set by the type
+
+    def refuse(self, key: str, why: str) -> ProfileError:
+        """The error naming the test's ``key`` (``workload.numjobs``: its workload's)."""
+        return self.refusal(f"tests.{self.name}.{key}", why)
+
+    def set(self, key: str) -> bool:
+        """Whether the test has ``key``: given in its table, or filled in by an earlier
+        type's check (its value no longer the key's default)."""
+        return key in self.given or self.values[key] != TEST_SCHEMA[key][1]
+
+
+@dataclass(frozen=True)
+class KeyRules:
+    """A test type's rules for a profile's test, alike for every type that has them
+    and checked in this order by :meth:`TestType.check_keys`; each refusal names the
+    key.  A test is the type's when its ``marker`` key is set (to ``marker_value``, if
+    given)."""
+
+    marker: str
+    marker_value: str = ""
+    own: tuple[str, ...] = ()  # keys only the type's tests have: refused on others
+    own_why: str = ""
+    scope: str = ""  # the profile scope its tests need ("": either), refused on the marker
+    scope_why: str = ""
+    # keys (and stop rules) that make a test no test of the type: refused on the marker
+    conflicts: tuple[str, ...] = ()
+    conflict_kinds: tuple[str, ...] = ()
+    conflicts_why: str = ""
+    needs: tuple[str, ...] = ()  # keys its tests must have a value for
+    needs_why: str = ""
+    foreign: tuple[str, ...] = ()  # keys its tests cannot have (the type sets them)
+    foreign_why: str = ""
+
+    def marks(self, values: Mapping[str, Any]) -> bool:
+        value = values[self.marker]
+        return value == self.marker_value if self.marker_value else bool(value)
 
 
 class TestType:
@@ -80,6 +134,8 @@ class TestType:
     # its own keys' class on ``TestSpec.family`` (None: a type without one, which says
     # itself which tests are its own)
     family: type[FamilySpec] | None = None
+    # its rules for a profile's test's keys (None: it checks its keys itself)
+    rules: KeyRules | None = None
 
     # ------------------------------------------------------------------ recognising
     def claims(self, spec: TestSpec) -> bool:
@@ -91,11 +147,45 @@ class TestType:
         """Whether a stored test (its ``test.json``) is of this type."""
         raise NotImplementedError
 
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+    def claims_keys(self, k: TestKeys) -> bool:
         """Whether a profile's test, as its keys stand after every type's check
-        (:data:`tkbench.kinds.CHECKS`), is of this type (a type that does not say
+        (:func:`tkbench.kinds.check_keys`), is of this type (a type that does not say
         claims none, and the basic type's answers stand for its tests)."""
-        return self.family is not None and isinstance(t.get("family"), self.family)
+        return self.family is not None and isinstance(k.family, self.family)
+
+    # ------------------------------------------------------------------ a profile's test
+    def check_keys(self, k: TestKeys) -> None:
+        """Check a profile's test against the type's :attr:`rules`; a test of the type
+        then gets what it implies (:meth:`fill_keys`), any other :meth:`leave_keys`."""
+        rules = self.rules
+        if rules is None:
+            return
+        if not rules.marks(k.values):
+            for key in rules.own:
+                if key in k.given:
+                    raise k.refuse(key, rules.own_why)
+            self.leave_keys(k)
+            return
+        if rules.scope and k.scope != rules.scope:
+            raise k.refuse(rules.marker, rules.scope_why)
+        if any(k.values[key] for key in rules.conflicts) or (
+            k.values["kind"] in rules.conflict_kinds
+        ):
+            raise k.refuse(rules.marker, rules.conflicts_why)
+        for key in rules.needs:
+            if not k.values[key]:
+                raise k.refuse(key, rules.needs_why)
+        for key in rules.foreign:
+            if k.set(key):
+                raise k.refuse(key, rules.foreign_why)
+        self.fill_keys(k)
+
+    def fill_keys(self, k: TestKeys) -> None:
+        """A test of the type, its rules kept: its remaining checks, the keys it
+        implies, and its :attr:`family` of keys on ``k.family``."""
+
+    def leave_keys(self, k: TestKeys) -> None:
+        """A test not of the type: what its keys' defaults mean for it."""
 
     # ------------------------------------------------------------------ planning
     def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:

@@ -6,12 +6,9 @@ it; with ``split_block_sizes``, one test per block size (pure planning)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
 
 from tkbench.analysis.stoprules import kind_named
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, TestKeys, TestType
 from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
 from tkbench.profile.model import COMPOSITE, Mix, TestSpec, Tracking
 from tkbench.profile.schema import WSAT_WORKLOADS
@@ -19,32 +16,26 @@ from tkbench.rundir.records import TestPlan
 from tkbench.units import format_size
 
 
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A test's block-size mix and LBA zones add up to 100 %; Write Saturation's
-    optional workloads (``wsat_workload``, PTS 2.0) set its pattern, block size, mix
-    and tracking; a block-size mix outside a procedure is one composite point."""
+def check(k: TestKeys) -> None:
+    """Every test's: its block-size mix and LBA zones add up to 100 %; Write
+    Saturation's optional workloads (``wsat_workload``, PTS 2.0) set its pattern, block
+    size, mix and tracking; a block-size mix outside a procedure is one composite point."""
+    t = k.values
     if t["bssplit"]:
         total = math.fsum(s.pct for s in t["bssplit"])
         if abs(total - 100.0) > 0.01:
-            raise err(f"tests.{tname}.bssplit", f"the shares add up to {total:g} %, not 100 %")
+            raise k.refuse("bssplit", f"the shares add up to {total:g} %, not 100 %")
     if t["zones"]:
         for what, total in (
             ("accesses", math.fsum(z.pct for z in t["zones"])),
             ("ranges", math.fsum(z.value for z in t["zones"])),
         ):
             if abs(total - 100.0) > 0.01:
-                raise err(f"tests.{tname}.zones", f"the {what} add up to {total:g} %, not 100 %")
+                raise k.refuse("zones", f"the {what} add up to {total:g} %, not 100 %")
     preset = WSAT_WORKLOADS.get(t["wsat_workload"])
     if preset is not None:  # Write Saturation's optional workloads (PTS 2.0)
         if t["kind"] != "saturation":
-            raise err(f"tests.{tname}.wsat_workload", "only a saturation test has these")
+            raise k.refuse("wsat_workload", "only a saturation test has these")
         t.update(preset)
         t["tracking"] = (Tracking.parse(f"iops {preset['track']} {preset['mixes'][0].label}"),)
         del t["track"]
@@ -82,8 +73,11 @@ class Basic(TestType):
     def stored(self, plan: TestPlan) -> bool:
         return True
 
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
+    def claims_keys(self, k: TestKeys) -> bool:
         return True
+
+    def check_keys(self, k: TestKeys) -> None:
+        check(k)  # every test's, whatever its type
 
     def expand(self, spec: TestSpec, ctx: Context) -> tuple[list[PlannedTest], list[str]]:
         sector = ctx.sector

@@ -27,13 +27,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
 from tkbench.kinds.results.copy import ROLE, TITLES, copy_rows, is_copy
 from tkbench.kinds.words import num, repeat_text
 from tkbench.plan.model import PlannedTest, Point
@@ -269,42 +268,6 @@ def describe(test: PlannedTest) -> list[str]:
     return lines
 
 
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A copy test (``kind = "copy"``): its file sets and data patterns; its one point
-    per set x pattern reads and writes ``copy_buffer`` bytes at a time, one file after
-    another (block size: the buffer; mix: 50/50, every byte read once and written once)."""
-    keys = ("sets", "data_patterns")
-    if t["kind"] != "copy":
-        for key in keys:
-            if t[key]:
-                raise err(f"tests.{tname}.{key}", 'belongs to a copy test (kind = "copy")')
-        return
-    if scope != "volume":
-        raise err(f"tests.{tname}.kind", 'a copy test is a volume benchmark (scope = "volume")')
-    if not t["sets"]:
-        raise err(f"tests.{tname}.sets", "a copy test needs its file sets")
-    kinds = [s.kind for s in t["sets"]]
-    if len(set(kinds)) != len(kinds):
-        raise err(f"tests.{tname}.sets", "each kind of file set at most once")
-    for key in ("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"):
-        if t[key]:
-            raise err(f"tests.{tname}.{key}", "does not apply to a copy test")
-    t["data_patterns"] = t["data_patterns"] or ("zero", "random")
-    t["block_sizes"] = (t["copy_buffer"],)
-    t["mixes"] = (Mix(50),)
-    t["pattern"] = "sequential"
-    # one file at a time through one buffer, through the page cache
-    wl.update(numjobs=1, iodepth=1, direct=False)
-    t["family"] = CopySpec(t["sets"], t["data_patterns"], t["copy_buffer"], t["verify"])
-
-
 class Copy(TestType):
     """A copy test: file sets copied within a volume by read() and write(), not fio
     (the engine runs :mod:`.copyrun` in place of fio's rounds)."""
@@ -316,6 +279,35 @@ class Copy(TestType):
     addresses_target = False  # its sources and copies, not the ActiveRange
     takes_cache = False  # its sources start cold, its copies go through the page cache
     no_cache_why = "a copy test does not take a cache state"
+    rules = KeyRules(
+        marker="kind",
+        marker_value="copy",
+        own=("sets", "data_patterns"),
+        own_why='belongs to a copy test (kind = "copy")',
+        scope="volume",
+        scope_why='a copy test is a volume benchmark (scope = "volume")',
+        needs=("sets",),
+        needs_why="a copy test needs its file sets",
+        foreign=("block_sizes", "mixes", "file_size", "modes", "procedure", "bssplit", "zones"),
+        foreign_why="does not apply to a copy test",
+    )
+
+    def fill_keys(self, k: TestKeys) -> None:
+        """Its file sets, one of each kind, and data patterns; its one point per set x
+        pattern reads and writes ``copy_buffer`` bytes at a time, one file after
+        another (block size: the buffer; mix: 50/50, every byte read once and written
+        once)."""
+        t = k.values
+        kinds = [s.kind for s in t["sets"]]
+        if len(set(kinds)) != len(kinds):
+            raise k.refuse("sets", "each kind of file set at most once")
+        t["data_patterns"] = t["data_patterns"] or ("zero", "random")
+        t["block_sizes"] = (t["copy_buffer"],)
+        t["mixes"] = (Mix(50),)
+        t["pattern"] = "sequential"
+        # one file at a time through one buffer, through the page cache
+        k.workload.update(numjobs=1, iodepth=1, direct=False)
+        k.family = CopySpec(t["sets"], t["data_patterns"], t["copy_buffer"], t["verify"])
 
     def cache_states(self, plan: TestPlan) -> list[str]:
         return []  # its executor handles the cache (tkbench.kinds.copyrun)

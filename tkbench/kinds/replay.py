@@ -38,13 +38,13 @@ drop instead (:data:`tkbench.workload.fiojobs.PAD_NOTE`), stated in every plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tkbench.errors import InputError, ProfileError, SafetyError
-from tkbench.kinds.base import Context, TestType
+from tkbench.errors import InputError, SafetyError
+from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
 from tkbench.kinds.staged.common import KEYS as STAGED_KEYS
 from tkbench.kinds.staged.common import StagedSpec, stage_spec
 from tkbench.kinds.staged.common import own as staged_own
@@ -84,45 +84,6 @@ def own(spec: TestSpec) -> ReplaySpec:
     if not isinstance(spec.family, ReplaySpec):
         raise TypeError(f"test {spec.name} is no replay test")
     return spec.family
-
-
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A replay test's keys; its block size, mix and tracking stand in for the
-    captured workload's until the file is read (:meth:`Replay.expand`)."""
-    if not t["replay"]:
-        for key in KEYS[1:]:
-            if key in raw:
-                raise err(f"tests.{tname}.{key}", "only a replay test (replay = true) has it")
-        return
-    if scope != "device":
-        raise err(f"tests.{tname}.replay", "a replay test runs on a drive, not in a volume")
-    for key in ("procedure", "modes", "bssplit", "zones"):
-        if t[key]:
-            raise err(f"tests.{tname}.{key}", "a replay test takes its mix from the workload")
-    for key in ("threads", "iodepths"):
-        if not t[key]:
-            raise err(
-                f"tests.{tname}.{key}", "a replay test needs it (the applied workload's grid)"
-            )
-    t["block_sizes"] = (COMPOSITE,)
-    t["mixes"] = (Mix(0),)
-    t["tracking"] = (Tracking("iops", COMPOSITE, Mix(0)),)
-    t["kind"] = "steady"
-    grid = {k: t[k] for k in STAGED_KEYS if k != "procedure"}
-    t["family"] = ReplaySpec(
-        procedure=PROCEDURE,
-        capture=t["capture"],
-        coverage=t["coverage"],
-        offsets=t["offsets"],
-        **grid,
-    )
 
 
 def load(spec: TestSpec) -> tkw.Workload:
@@ -173,6 +134,34 @@ class Replay(TestType):
     name = "replay"
     family = ReplaySpec
     report_part = "workload"  # tkbench.report.parts: its stages and its own chapter
+    rules = KeyRules(
+        marker="replay",
+        own=KEYS[1:],
+        own_why="only a replay test (replay = true) has it",
+        scope="device",
+        scope_why="a replay test runs on a drive, not in a volume",
+        needs=("threads", "iodepths"),
+        needs_why="a replay test needs it (the applied workload's grid)",
+        foreign=("procedure", "modes", "bssplit", "zones"),
+        foreign_why="a replay test takes its mix from the workload",
+    )
+
+    def fill_keys(self, k: TestKeys) -> None:
+        """Its block size, mix and tracking stand in for the captured workload's until
+        the file is read (:meth:`expand`)."""
+        t = k.values
+        t["block_sizes"] = (COMPOSITE,)
+        t["mixes"] = (Mix(0),)
+        t["tracking"] = (Tracking("iops", COMPOSITE, Mix(0)),)
+        t["kind"] = "steady"
+        grid = {key: t[key] for key in STAGED_KEYS if key != "procedure"}
+        k.family = ReplaySpec(
+            procedure=PROCEDURE,
+            capture=t["capture"],
+            coverage=t["coverage"],
+            offsets=t["offsets"],
+            **grid,
+        )
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure == PROCEDURE

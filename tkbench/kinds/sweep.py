@@ -27,14 +27,13 @@ sequential job, so the modes without the hint turn it off explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
 from tkbench.kinds.results.sweep import MODES, ROLE, is_sweep, sweep_of
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
@@ -147,51 +146,6 @@ def describe(test: PlannedTest) -> list[str]:
     return lines
 
 
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A bulk-I/O sweep (``modes``): its buffer sizes become the test's block sizes and
-    its modes its mixes; it needs a volume's shared test file and a sequential pattern."""
-    sweep_keys = ("buffer_sizes", "buffer_counts")
-    if not t["modes"]:
-        for key in sweep_keys:
-            if t[key]:
-                raise err(f"tests.{tname}.{key}", "belongs to a bulk-I/O sweep: set modes too")
-        return
-    if scope != "volume":
-        raise err(
-            f"tests.{tname}.modes", 'a bulk-I/O sweep is a volume benchmark (scope = "volume")'
-        )
-    if t["procedure"] or t["bssplit"] or t["zones"]:
-        raise err(f"tests.{tname}.modes", "a bulk-I/O sweep has no procedure, bssplit or zones")
-    for key in sweep_keys:
-        if not t[key]:
-            raise err(f"tests.{tname}.{key}", "a bulk-I/O sweep needs it")
-    for key in ("block_sizes", "mixes"):
-        if t[key] is not None:
-            raise err(
-                f"tests.{tname}.{key}", "a bulk-I/O sweep sets it from buffer_sizes and modes"
-            )
-    if t["pattern"] != "sequential":
-        raise err(f"tests.{tname}.pattern", "a bulk-I/O sweep reads and writes front to back")
-    if wl["numjobs"] != 1:
-        raise err(f"tests.{tname}.workload.numjobs", "a bulk-I/O sweep runs one job (numjobs = 1)")
-    t["block_sizes"] = t["buffer_sizes"]
-    reads = [m.endswith("-read") for m in t["modes"]]
-    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
-    if min(t["buffer_sizes"]) * min(t["buffer_counts"]) > t["max_buffer_space"]:
-        raise err(
-            f"tests.{tname}.max_buffer_space",
-            f"{format_size(t['max_buffer_space'])} skips every buffer size x count",
-        )
-    t["family"] = SweepSpec(t["modes"], t["buffer_counts"], t["max_buffer_space"])
-
-
 class Sweep(TestType):
     """A bulk-I/O sweep: its cells are buffer size x count x mode on one shared file."""
 
@@ -205,6 +159,37 @@ class Sweep(TestType):
     no_cache_why = "a bulk-I/O sweep is always cold"
     unstated_cache = "cold"  # its points ran cold before they stated it
     repeats_until = False
+    rules = KeyRules(
+        marker="modes",
+        own=("buffer_sizes", "buffer_counts"),
+        own_why="belongs to a bulk-I/O sweep: set modes too",
+        scope="volume",
+        scope_why='a bulk-I/O sweep is a volume benchmark (scope = "volume")',
+        conflicts=("procedure", "bssplit", "zones"),
+        conflicts_why="a bulk-I/O sweep has no procedure, bssplit or zones",
+        needs=("buffer_sizes", "buffer_counts"),
+        needs_why="a bulk-I/O sweep needs it",
+        foreign=("block_sizes", "mixes"),
+        foreign_why="a bulk-I/O sweep sets it from buffer_sizes and modes",
+    )
+
+    def fill_keys(self, k: TestKeys) -> None:
+        """Its buffer sizes become the test's block sizes and its modes its mixes; it
+        reads and writes a volume's shared test file front to back, in one job."""
+        t = k.values
+        if t["pattern"] != "sequential":
+            raise k.refuse("pattern", "a bulk-I/O sweep reads and writes front to back")
+        if k.workload["numjobs"] != 1:
+            raise k.refuse("workload.numjobs", "a bulk-I/O sweep runs one job (numjobs = 1)")
+        t["block_sizes"] = t["buffer_sizes"]
+        reads = [m.endswith("-read") for m in t["modes"]]
+        t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+        if min(t["buffer_sizes"]) * min(t["buffer_counts"]) > t["max_buffer_space"]:
+            raise k.refuse(
+                "max_buffer_space",
+                f"{format_size(t['max_buffer_space'])} skips every buffer size x count",
+            )
+        k.family = SweepSpec(t["modes"], t["buffer_counts"], t["max_buffer_space"])
 
     def stored(self, plan: TestPlan) -> bool:
         return is_sweep(plan)

@@ -30,14 +30,13 @@ fio lays the file out with the profile's data once, before the first point
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
 from tkbench.kinds.results.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
@@ -135,59 +134,6 @@ def describe(test: PlannedTest) -> list[str]:
     return lines
 
 
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """A virtual-file test (``nodes``): one database file of nodes x node size, its
-    pages read and written by every operation x thread count x cache state; the file
-    size, block size and mixes follow from its keys."""
-    vfile_keys = ("node_size", "page_size", "operations", "thread_counts", "caches")
-    if not t["nodes"]:
-        for key in vfile_keys:
-            if key in raw:
-                raise err(f"tests.{tname}.{key}", "belongs to a virtual-file test: set nodes too")
-        t["operations"] = t["thread_counts"] = t["caches"] = ()
-        return
-    if scope != "volume":
-        raise err(
-            f"tests.{tname}.nodes", 'a virtual-file test is a volume benchmark (scope = "volume")'
-        )
-    if t["procedure"] or t["bssplit"] or t["zones"] or t["modes"] or t["kind"] == "copy":
-        raise err(
-            f"tests.{tname}.nodes",
-            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test",
-        )
-    for key in ("block_sizes", "mixes", "file_size", "cache"):
-        if key in raw:
-            raise err(
-                f"tests.{tname}.{key}",
-                "a virtual-file test sets it from nodes, node_size, page_size, operations "
-                "and caches",
-            )
-    size = t["nodes"] * t["node_size"]
-    need = t["page_size"] * max(t["thread_counts"])
-    if size < need:
-        raise err(
-            f"tests.{tname}.nodes",
-            f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
-            f"than a page ({format_size(t['page_size'])}) for each of "
-            f"{max(t['thread_counts'])} threads",
-        )
-    t["file_size"] = size
-    t["block_sizes"] = (t["page_size"],)
-    wl["numjobs"] = max(t["thread_counts"])  # the most threads at once (each point its own)
-    reads = [op.endswith("-read") for op in t["operations"]]
-    t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
-    t["family"] = VfileSpec(
-        t["nodes"], t["node_size"], t["operations"], t["thread_counts"], t["caches"]
-    )
-
-
 class Vfile(TestType):
     """A virtual-file test: its cells are operation x threads x cache state on one
     shared database file."""
@@ -198,6 +144,49 @@ class Vfile(TestType):
     files_per_job = False
     own_tables = True
     loads_per_point = True
+    rules = KeyRules(
+        marker="nodes",
+        own=("node_size", "page_size", "operations", "thread_counts", "caches"),
+        own_why="belongs to a virtual-file test: set nodes too",
+        scope="volume",
+        scope_why='a virtual-file test is a volume benchmark (scope = "volume")',
+        conflicts=("procedure", "bssplit", "zones", "modes"),
+        conflict_kinds=("copy",),
+        conflicts_why=(
+            "a virtual-file test has no procedure, bssplit, zones or modes and is no copy test"
+        ),
+        foreign=("block_sizes", "mixes", "file_size", "cache"),
+        foreign_why=(
+            "a virtual-file test sets it from nodes, node_size, page_size, operations and caches"
+        ),
+    )
+
+    def fill_keys(self, k: TestKeys) -> None:
+        """One database file of nodes x node size, its pages read and written by every
+        operation x thread count x cache state; the file size, block size and mixes
+        follow from its keys."""
+        t = k.values
+        size = t["nodes"] * t["node_size"]
+        need = t["page_size"] * max(t["thread_counts"])
+        if size < need:
+            raise k.refuse(
+                "nodes",
+                f"{t['nodes']} x {format_size(t['node_size'])} = {format_size(size)} is smaller "
+                f"than a page ({format_size(t['page_size'])}) for each of "
+                f"{max(t['thread_counts'])} threads",
+            )
+        t["file_size"] = size
+        t["block_sizes"] = (t["page_size"],)
+        k.workload["numjobs"] = max(t["thread_counts"])  # the most at once (each point its own)
+        reads = [op.endswith("-read") for op in t["operations"]]
+        t["mixes"] = tuple(Mix(r) for r in (100, 0) if (r == 100) in reads)
+        k.family = VfileSpec(
+            t["nodes"], t["node_size"], t["operations"], t["thread_counts"], t["caches"]
+        )
+
+    def leave_keys(self, k: TestKeys) -> None:
+        # its keys' defaults are a virtual file's: another test has no cache states
+        k.values["operations"] = k.values["thread_counts"] = k.values["caches"] = ()
 
     def stored(self, plan: TestPlan) -> bool:
         return is_vfile(plan)

@@ -49,6 +49,14 @@ class Plan:
             hi += pre + t.max_rounds * t.round_seconds + t.extra_seconds
         return lo, hi
 
+    def describe(self, precondition_rate: float = 1e9) -> str:
+        """The plan as ``tkbench plan`` prints it (:func:`describe`)."""
+        return describe(self, precondition_rate)
+
+    def to_json(self, precondition_rate: float = 1e9) -> dict[str, Any]:
+        """The plan as ``tkbench plan --json`` prints it (:func:`to_json`)."""
+        return to_json(self, precondition_rate)
+
 
 def active_range_bytes(capacity: int, percent: float, align: int) -> int:
     """The ActiveRange in bytes, aligned down to ``align``."""

@@ -2,7 +2,10 @@
 
 The package: :mod:`.model` (the dataclasses), :mod:`.convert` and :mod:`.schema`
 (each key's converter and default), :mod:`.finding` (the search path, ``extends``,
-``--set``), :mod:`.build` (validation).  Everything is importable from here.
+``--set``), :mod:`.build` (loading and validation: ``tkbench.profile.build.load``).
+Everything but the loader is importable from here: the loader asks the test types
+(:mod:`tkbench.kinds`) for their keys, which lie above the profile's model, so the
+package itself stays below them (``tkbench --help`` loads neither).
 
 A profile may ``extends`` another; ``--set KEY=VALUE`` overrides any value after
 merging.  Every unknown key, wrong type or impossible value is a
@@ -12,11 +15,6 @@ The keys are documented in docs/profiles.md.
 
 from __future__ import annotations
 
-from tkbench.profile.build import (
-    CACHE_KEYS,
-    build,
-    load,
-)
 from tkbench.profile.convert import (
     DAY,
     Conv,
@@ -78,7 +76,8 @@ from tkbench.profile.schema import (
     SCOPES,
     SECTIONS,
     TEST_SCHEMA,
-    TOP_KEYS,
+    TEST_SECTIONS,
+    TOP_SCHEMA,
     VOLUME_SCHEMA,
     WORKLOAD_SCHEMA,
     WSAT_WORKLOADS,
@@ -86,7 +85,6 @@ from tkbench.profile.schema import (
 
 __all__ = [
     "ACCEPTANCE_SCHEMA",
-    "CACHE_KEYS",
     "CACHE_STATES",
     "COMPOSITE",
     "COMPOSITE_SIZES",
@@ -110,7 +108,8 @@ __all__ = [
     "SECTIONS",
     "SWEEP_MODES",
     "TEST_SCHEMA",
-    "TOP_KEYS",
+    "TEST_SECTIONS",
+    "TOP_SCHEMA",
     "VFILE_OPERATIONS",
     "VOLUME_SCHEMA",
     "WORKLOAD_SCHEMA",
@@ -135,12 +134,10 @@ __all__ = [
     "Workload",
     "apply_overrides",
     "available",
-    "build",
     "bundled_dir",
     "catalogue",
     "copy_data",
     "find",
-    "load",
     "load_raw",
     "parse_override",
     "purge_methods",

@@ -14,7 +14,7 @@ from typing import Any
 
 from tkbench.errors import ProfileError
 from tkbench.profile import paths
-from tkbench.profile.schema import SECTIONS, TEST_SCHEMA, TOP_KEYS
+from tkbench.profile.schema import SECTIONS, TEST_SCHEMA, TEST_SECTIONS, TOP_SCHEMA
 
 
 def bundled_dir() -> Path:
@@ -113,15 +113,14 @@ def load_raw(name_or_path: str, _seen: tuple[Path, ...] = ()) -> tuple[dict[str,
         chain = " -> ".join(p.stem for p in (*_seen, path))
         raise ProfileError(f"{path}: 'extends' forms a cycle: {chain}")
     data = _read_toml(path)
-    parent = data.get("extends")
+    parent = data.pop("extends", None)
     if parent is not None:
         if not isinstance(parent, str):
             raise ProfileError(f"{path}: key 'extends': expected a string")
         base, _ = load_raw(parent, (*_seen, path))
         base.pop("name", None)
         base.pop("description", None)
-        data = _merge(base, {k: v for k, v in data.items() if k != "extends"})
-    data.pop("extends", None)
+        data = _merge(base, data)
     return data, path
 
 
@@ -130,8 +129,7 @@ def select(name_or_path: str, names: Iterable[str], overrides: Iterable[str] = (
     (``tkbench run --tests``); an unknown name is a ProfileError naming the tests."""
     data, _ = load_raw(name_or_path)
     data = apply_overrides(data, overrides)
-    tests = data.get("tests", {})
-    have = [t for t in tests if isinstance(tests, dict)]
+    have = test_names(data)
     wanted = [n.strip() for n in names if n.strip()]
     unknown = [n for n in wanted if n not in have]
     if unknown or not wanted:
@@ -140,6 +138,13 @@ def select(name_or_path: str, names: Iterable[str], overrides: Iterable[str] = (
             f"{name_or_path} (its tests: {', '.join(have)})"
         )
     return [f"tests.{t}.enabled=false" for t in have if t not in wanted]
+
+
+def test_names(data: Mapping[str, Any]) -> list[str]:
+    """The names of a profile's tests, as its merged TOML defines them (none when its
+    ``tests`` is no table: the loader refuses that)."""
+    tests = data.get("tests", {})
+    return list(tests) if isinstance(tests, dict) else []
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -179,7 +184,7 @@ def _check_override_key(data: dict[str, Any], parts: list[str], key: str) -> Non
 
     head = parts[0]
     if len(parts) == 1:
-        if head not in TOP_KEYS or head == "extends":
+        if head not in TOP_SCHEMA or head == "extends":
             raise unknown()
         return
     if head in SECTIONS:
@@ -187,14 +192,14 @@ def _check_override_key(data: dict[str, Any], parts: list[str], key: str) -> Non
             raise unknown()
         return
     if head == "tests":
-        tests = data.get("tests", {})
+        tests = test_names(data)
         if len(parts) < 3 or parts[1] not in tests:
             raise ProfileError(
                 f"--set {key}: unknown test {parts[1] if len(parts) > 1 else ''!r} "
                 f"(tests: {', '.join(tests)})"
             )
         rest = parts[2:]
-        if rest[0] in ("workload", "rounds"):
+        if rest[0] in TEST_SECTIONS:
             if len(rest) != 2 or rest[1] not in SECTIONS[rest[0]]:
                 raise unknown()
         elif len(rest) != 1 or rest[0] not in TEST_SCHEMA:

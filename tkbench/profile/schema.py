@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tkbench.device.cacherecord import SETTINGS as WRITE_CACHE_SETTINGS
@@ -181,6 +182,7 @@ ACCEPTANCE_SCHEMA: dict[str, tuple[Conv, Any]] = {
     "criteria": (_list(Criterion.parse, min_len=0), ()),
     "regression_threshold": (_float(0.0, 100.0), 0.0),
 }
+# a profile's sections: each a table of the keys above (docs/profiles.md)
 SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "workload": WORKLOAD_SCHEMA,
     "rounds": ROUNDS_SCHEMA,
@@ -190,10 +192,27 @@ SECTIONS: dict[str, dict[str, tuple[Conv, Any]]] = {
     "acceptance": ACCEPTANCE_SCHEMA,
     "volume": VOLUME_SCHEMA,
 }
-TOP_KEYS = {
-    "name": _str,
-    "description": _str,
-    "extends": _str,
-    "scope": _choice(SCOPES),
-    "pts_variant": _choice(PTS_VARIANTS),
+# the sections a test's own table may override, key by key: [tests.NAME.workload]
+TEST_SECTIONS = ("workload", "rounds")
+# the keys outside any section ("name": the file's stem when empty or left out)
+TOP_SCHEMA: dict[str, tuple[Conv, Any]] = {
+    "name": (_str, ""),
+    "description": (_str, ""),
+    "extends": (_str, ""),
+    "scope": (_choice(SCOPES), "device"),
+    "pts_variant": (_choice(PTS_VARIANTS), "none"),
 }
+
+
+def split(table: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A TOML table's keys apart from its sub-tables ``names``, and those sub-tables by
+    name (an empty table for one left out; a value that is no table is kept, for the
+    caller to refuse)."""
+    parts: dict[str, Any] = {name: {} for name in names}
+    rest: dict[str, Any] = {}
+    for key, value in table.items():
+        if key in parts:
+            parts[key] = value
+        else:
+            rest[key] = value
+    return rest, parts

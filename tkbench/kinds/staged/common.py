@@ -29,17 +29,16 @@ docs/methodology.md says where each parameter comes from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
-from tkbench.errors import ProfileError
-from tkbench.kinds.base import Context, TestType
+from tkbench.kinds.base import Context, TestKeys, TestType
 from tkbench.kinds.pts.rows import IMPL, Requirement, Source
 from tkbench.kinds.staged import rows
 from tkbench.kinds.staged.reference import StagedRequirement
 from tkbench.plan.model import PlannedTest, Point, bssplit_text, workload_independent, zones_text
-from tkbench.profile.model import COMPOSITE, FamilySpec, Group, Mix, TestSpec
+from tkbench.profile.model import FamilySpec, Group, Mix, TestSpec
 from tkbench.rundir.records import OperatingPoint, TestPlan
 
 WRITE = Mix(0)
@@ -181,47 +180,6 @@ def resolve(test: PlannedTest, chosen: Sequence[OperatingPoint]) -> PlannedTest:
     )
 
 
-# the keys each procedure needs (docs/profiles.md, "Tests of several stages")
-_NEEDS = {
-    "hir": ("wait_states",),
-    "xsr": ("groups",),
-    "cbw": ("bssplit", "threads", "iodepths"),
-    "dirth": ("threads", "iodepths"),
-}
-
-
-def check(
-    scope: str,
-    tname: str,
-    t: dict[str, Any],
-    wl: dict[str, Any],
-    raw: Mapping[str, Any],
-    err: Callable[[str, str], ProfileError],
-) -> None:
-    """Check a test of several stages and fill in what its procedure implies
-    (the block sizes of XSR's groups, CBW's composite block size)."""
-    proc = t["procedure"]
-    if not proc:
-        return
-    for key in _NEEDS[proc]:
-        if not t[key]:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test needs {key}")
-    if proc == "xsr":
-        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
-        t["mixes"] = t["mixes"] or (Mix(0),)
-    if proc == "cbw":
-        t["block_sizes"] = (COMPOSITE,)
-    for key in ("mixes", "block_sizes"):
-        if proc != "xsr" and t[key] is not None and len(t[key]) != 1:
-            raise err(f"tests.{tname}.{key}", f"a {proc} test has exactly one")
-    if t["precondition"] and proc in ("hir", "xsr"):
-        raise err(
-            f"tests.{tname}.precondition",
-            f"a {proc} test has no workload-independent preconditioning: set precondition = false",
-        )
-    t["family"] = StagedSpec(**{k: t[k] for k in KEYS})
-
-
 class Staged(TestType):
     """A test of several stages; a type of it builds its stages from the profile's test."""
 
@@ -235,6 +193,14 @@ class Staged(TestType):
     source = ""
     references: tuple[StagedRequirement, ...] = ()
 
+    # a profile's test of it: the keys each of its procedures needs (docs/profiles.md,
+    # "Tests of several stages"), whether it has exactly one block size and mix (not
+    # XSR: its groups have theirs) and whether it takes the workload-independent
+    # preconditioning (not HIR and XSR)
+    needs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    one_point = True
+    preconditions = True
+
     def claims(self, spec: TestSpec) -> bool:
         return isinstance(spec.family, StagedSpec) and spec.family.procedure in self.procedures
 
@@ -244,8 +210,30 @@ class Staged(TestType):
     def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
         return rows.stage_rows(Source(IMPL, self.source), stage)
 
-    def claims_keys(self, t: Mapping[str, Any]) -> bool:
-        return t["procedure"] in self.procedures
+    def claims_keys(self, k: TestKeys) -> bool:
+        return k.values["procedure"] in self.procedures
+
+    def check_keys(self, k: TestKeys) -> None:
+        """A test of one of its procedures: the keys the procedure needs, what it
+        implies (:meth:`fill_keys`), its one point and its preconditioning."""
+        t = k.values
+        proc = t["procedure"]
+        if proc not in self.procedures:
+            return
+        for key in self.needs[proc]:
+            if not t[key]:
+                raise k.refuse(key, f"a {proc} test needs {key}")
+        self.fill_keys(k)
+        for key in ("mixes", "block_sizes"):
+            if self.one_point and t[key] is not None and len(t[key]) != 1:
+                raise k.refuse(key, f"a {proc} test has exactly one")
+        if t["precondition"] and not self.preconditions:
+            raise k.refuse(
+                "precondition",
+                f"a {proc} test has no workload-independent preconditioning: "
+                "set precondition = false",
+            )
+        k.family = StagedSpec(**{key: t[key] for key in KEYS})
 
     def stored(self, plan: TestPlan) -> bool:
         return plan.procedure in self.procedures

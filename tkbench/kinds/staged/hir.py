@@ -5,8 +5,8 @@ with host idle, then a return to baseline; sampled per interval)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
@@ -40,6 +40,8 @@ class Hir(Staged):
     stages = ("precondition", "recovery")
     source = f"{I_AD}; cloudharmony; Fateast/ssd-test (PTS-E 1.1 §11)"
     references = (PTS,)
+    needs: ClassVar[Mapping[str, tuple[str, ...]]] = {"hir": ("wait_states",)}
+    preconditions = False
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]

@@ -8,10 +8,11 @@ when the stage starts from the intensity stage's window)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tkbench.analysis.window import window, window_records
+from tkbench.kinds.base import TestKeys
 from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.pts.rows import Requirement
 from tkbench.kinds.staged import results as stages
@@ -29,7 +30,7 @@ from tkbench.kinds.staged.common import (
 )
 from tkbench.kinds.staged.reference import GRID, HOUR, StagedRequirement
 from tkbench.plan.model import PlannedTest, Point
-from tkbench.profile.model import TestSpec, Tracking
+from tkbench.profile.model import COMPOSITE, TestSpec, Tracking
 from tkbench.rundir.records import OperatingPoint
 
 if TYPE_CHECKING:
@@ -67,6 +68,14 @@ class Intensity(Staged):
     stages = ("precondition", "intensity", "operating")
     source = f"{I_AD} (its AP and ZONE constants)"
     references = (CBW, DIRTH)
+    needs: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "cbw": ("bssplit", "threads", "iodepths"),
+        "dirth": ("threads", "iodepths"),
+    }
+
+    def fill_keys(self, k: TestKeys) -> None:
+        if k.values["procedure"] == "cbw":  # its block-size mix: one composite point
+            k.values["block_sizes"] = (COMPOSITE,)
 
     def requirement_rows(self, procedure: str, stage: str) -> tuple[Requirement, ...]:
         out = super().requirement_rows(procedure, stage)

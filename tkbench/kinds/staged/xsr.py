@@ -3,15 +3,16 @@ groups back to back, sampled)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from tkbench.kinds.base import TestKeys
 from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, own, stage_spec
 from tkbench.kinds.staged.reference import HOUR, K, StagedRequirement
 from tkbench.plan.model import PlannedTest, Point
-from tkbench.profile.model import TestSpec
+from tkbench.profile.model import Mix, TestSpec
 
 if TYPE_CHECKING:
     from tkbench.rundir.store import TestData
@@ -38,6 +39,15 @@ class Xsr(Staged):
     source = f"{I_AD} (its constants)"
     references = (PTS,)
     parts_word = "groups"  # its one stage: the access groups
+    needs: ClassVar[Mapping[str, tuple[str, ...]]] = {"xsr": ("groups",)}
+    one_point = False
+    preconditions = False
+
+    def fill_keys(self, k: TestKeys) -> None:
+        # its block sizes are its groups', in order; its mix 100 % writes unless given
+        t = k.values
+        t["block_sizes"] = tuple(dict.fromkeys(g.bs for g in t["groups"]))
+        t["mixes"] = t["mixes"] or (Mix(0),)
 
     def build(
         self, spec: TestSpec, active: int, bss: str, notes: tuple[str, ...]
