@@ -24,6 +24,7 @@ from tkbench.engine import (
 )
 from tkbench.errors import InputError, Interrupted, RunDirError, SafetyError, TkbenchError
 from tkbench.fio.runner import ClientFio, FioRunner, LocalFio
+from tkbench.kinds.results.run import analyse_run
 from tkbench.plan import build as planmod
 from tkbench.rundir.records import Checks, Manifest, TargetRecord
 from tkbench.rundir.records.base import dump
@@ -434,11 +435,12 @@ def finish_checks(
     from tkbench.outputs import checks as checkmod
 
     run = load_run(out)
+    analysed = analyse_run(run)  # every check reads the same results, computed once
     m = run.manifest
     prof = profilemod.build(dict(m.profile.resolved), m.profile.source)
     acc = prof.acceptance
-    found = checkmod.steady_checks(run) if acc.steady_state else []
-    found += checkmod.criterion_checks(run, acc)
+    found = checkmod.steady_checks(analysed) if acc.steady_state else []
+    found += checkmod.criterion_checks(analysed, acc)
     limit = threshold if threshold is not None else acc.regression_threshold
     history = None
     if history_db:
@@ -462,9 +464,9 @@ def finish_checks(
                 base, baseline_name = prev.headline, prev.run_dir
                 base_figures = checkmod.history_figure_runs(prev.volume)
         if base is not None and baseline_name is not None:
-            found += checkmod.regression_checks(headline(run), base, limit, baseline_name)
+            found += checkmod.regression_checks(analysed.headline, base, limit, baseline_name)
             found += checkmod.volume_regression_checks(
-                checkmod.run_figure_runs(run), base_figures, limit, baseline_name
+                checkmod.run_figure_runs(analysed), base_figures, limit, baseline_name
             )
     data = checkmod.save(out, found, baseline_name)
     if junit:

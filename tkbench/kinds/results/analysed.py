@@ -122,19 +122,10 @@ class AnalysedRun:
     run: RunData
     tests: tuple[Analysed, ...]
 
-    def test(self, name: str) -> Analysed:
-        for t in self.tests:
-            if t.name == name:
-                return t
-        raise KeyError(name)
-
     @property
     def headline(self) -> dict[str, float]:
         """Every test's headline values (:func:`tkbench.analysis.headline`)."""
-        out: dict[str, float] = {}
-        for t in self.tests:
-            out.update(t.analysis.headline)
-        return out
+        return analysis.RunAnalysis(tuple(t.analysis for t in self.tests)).headline
 
     @property
     def figures(self) -> list[Figure]:
