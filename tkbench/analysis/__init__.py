@@ -1,10 +1,13 @@
 """Analysis: every number tkbench derives from a stored run, computed once (pure).
 
-:func:`analyze_run` turns a loaded run directory into a :class:`RunAnalysis`: per
-test, the steady-state verdicts of its last segment, the measurement window, the
-window means of every point and the headline values.  ``show``, the checks and
-JUnit, the history, regression checks, ``compare``, ``export`` and the report read
-this one object (or the functions it is made of); the engine asks
+:func:`analyze_test` turns a stored test into a :class:`TestAnalysis`: the
+steady-state verdicts of its last segment, the measurement window, the window means
+of every point and the headline values (:func:`analyze_run`: a whole run's, as a
+:class:`RunAnalysis`).  ``show``, the checks and JUnit, regression checks,
+``compare``, ``export``, the fleet summary and the report read it through the
+test's :class:`tkbench.kinds.results.analysed.Analysed`, which computes it once per
+test together with what the test's type derives (the layer above: it asks the test
+types); the history reads the functions it is made of; the engine asks
 :mod:`.segments` for its stop rule.  Nothing here imports the engine, reads a
 profile from the installation, or touches a file.
 

@@ -27,6 +27,7 @@ from tkbench.errors import InputError, Interrupted, RunDirError, SafetyError, Tk
 from tkbench.fio.runner import ClientFio, FioRunner, LocalFio
 from tkbench.kinds.replay import REPLAY
 from tkbench.kinds.replay import own as replay_own
+from tkbench.kinds.results.run import analyse_run
 from tkbench.plan import build as planmod
 from tkbench.profile.build import build as build_profile
 from tkbench.profile.build import load as load_profile
@@ -473,11 +474,12 @@ def finish_checks(
     from tkbench.outputs import checks as checkmod
 
     run = load_run(out)
+    analysed = analyse_run(run)  # every check reads the same results, computed once
     m = run.manifest
     prof = build_profile(dict(m.profile.resolved), m.profile.source)
     acc = prof.acceptance
-    found = checkmod.steady_checks(run) if acc.steady_state else []
-    found += checkmod.criterion_checks(run, acc)
+    found = checkmod.steady_checks(analysed) if acc.steady_state else []
+    found += checkmod.criterion_checks(analysed, acc)
     limit = threshold if threshold is not None else acc.regression_threshold
     history = None
     if history_db:
@@ -501,9 +503,9 @@ def finish_checks(
                 base, baseline_name = prev.headline, prev.run_dir
                 base_figures = prev.figure_runs()
         if base is not None and baseline_name is not None:
-            found += checkmod.regression_checks(headline(run), base, limit, baseline_name)
+            found += checkmod.regression_checks(analysed.headline, base, limit, baseline_name)
             found += checkmod.volume_regression_checks(
-                checkmod.run_figure_runs(run), base_figures, limit, baseline_name
+                checkmod.run_figure_runs(analysed), base_figures, limit, baseline_name
             )
     data = checkmod.save(out, found, baseline_name)
     if junit:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tkbench.analysis import analyze_test, headline
 from tkbench.errors import TkbenchError
 from tkbench.fleet.outcomes import outcome
 from tkbench.fleet.record import FORMAT, VERSION, FleetRecord
-from tkbench.rundir.store import TestData, load_run
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.run import analyse_run
+from tkbench.rundir.store import load_run
 
 
 def fleet_summary(root: Path) -> dict[str, Any]:
@@ -33,12 +34,13 @@ def fleet_summary(root: Path) -> dict[str, Any]:
                 entry["error"] = str(exc)
             else:
                 device = run.manifest.target.device
+                ar = analyse_run(run)  # each test analysed once, for both
                 entry.update(
                     status=run.manifest.status,
                     model=device.model,
                     serial=device.serial,
-                    headline=headline(run),
-                    tests=[_test_entry(t) for t in run.tests],
+                    headline=ar.headline,
+                    tests=[_test_entry(t) for t in ar.tests],
                 )
                 if run.checks is not None:
                     c = run.checks
@@ -65,11 +67,11 @@ def fleet_summary(root: Path) -> dict[str, Any]:
     }
 
 
-def _test_entry(t: TestData) -> dict[str, Any]:
-    a = analyze_test(t)
+def _test_entry(t: Analysed) -> dict[str, Any]:
+    a = t.analysis
     return {
         "name": t.name,
-        "status": t.status,
+        "status": t.test.status,
         "steady_state": a.steady,
         "rounds": a.rounds,
         "window": list(a.steady_window),

@@ -30,6 +30,7 @@ from tkbench.profile.schema import TEST_SCHEMA
 if TYPE_CHECKING:
     from tkbench.analysis.figure import Figure
     from tkbench.kinds.pts.rows import Requirement
+    from tkbench.kinds.results.analysed import Analysed
     from tkbench.kinds.staged.reference import StagedRequirement
     from tkbench.profile.model import Profile, TestSpec, VolumeSpec
     from tkbench.rundir.records import TestPlan
@@ -256,11 +257,17 @@ class TestType:
         """Every headline figure name a test of this spec will have (None: none)."""
         return None
 
-    def figures(self, test: TestData) -> list[Figure]:
-        """The headline figures of a stored test of this type."""
+    def result(self, test: TestData) -> object | None:
+        """The type's own result of a stored test (its tables' cells, computed once per
+        test: :attr:`tkbench.kinds.results.analysed.Analysed.own`; None: none)."""
+        return None
+
+    def figures(self, a: Analysed) -> list[Figure]:
+        """The headline figures of a stored test of this type (``a``: the test with its
+        results)."""
         return []
 
-    def summary(self, test: TestData) -> dict[str, Any] | None:
+    def summary(self, a: Analysed) -> dict[str, Any] | None:
         """What ``show --json`` adds for a stored test of this type (None: the common
         part, a fixed test's repeated points)."""
         return None
@@ -270,7 +277,7 @@ class TestType:
         the run's, for the stages before it)."""
         return {}
 
-    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
-        """``tkbench show``'s lines of what :meth:`summary` added (``t``: a test of
-        ``show --json``, of any type: a type reads only its own keys)."""
+    def summary_lines(self, a: Analysed) -> list[str]:
+        """``tkbench show``'s lines of what :meth:`summary` adds, read from the test's
+        results (``a``), not from the ``show --json`` document."""
         return []

@@ -27,21 +27,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
-from tkbench.kinds.results.copy import ROLE, TITLES, copy_rows, is_copy
+from tkbench.kinds.results.copy import ROLE, TITLES, CopyRows, copies_in, copy_rows, is_copy
 from tkbench.kinds.words import num, repeat_text
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import CopySet, FamilySpec, Mix, TestSpec, VolumeSpec
 from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from tkbench.kinds.results.analysed import Analysed
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
 
@@ -330,23 +328,27 @@ class Copy(TestType):
         bases = {f"{s.kind}.{d}." for s in own(spec).sets for d in own(spec).data_patterns}
         return {b + e for b in bases for e in ("mb_s", DEVIATION)}
 
-    def figures(self, test: TestData) -> list[Figure]:
+    def result(self, test: TestData) -> CopyRows | None:
+        rows = copy_rows(test.plan, test.rounds)
+        return None if rows is None else CopyRows(tuple(rows))
+
+    def figures(self, a: Analysed) -> list[Figure]:
         """MB/s per file set and data pattern, with every run's."""
         return [
-            Figure(test.name, f"{row.copy_set}.{row.data}.mb_s", "MB/s", row.mb_s)
-            for row in copy_rows(test.plan, test.rounds) or ()
+            Figure(a.name, f"{row.copy_set}.{row.data}.mb_s", "MB/s", row.mb_s)
+            for row in copies_in(a) or ()
         ]
 
-    def summary(self, test: TestData) -> dict[str, Any] | None:
+    def summary(self, a: Analysed) -> dict[str, Any] | None:
         # by file set and data pattern: MB/s and seconds per run
-        rows = copy_rows(test.plan, test.rounds)
+        rows = copies_in(a)
         return {} if rows is None else {"copies": [c.to_dict() for c in rows]}
 
-    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+    def summary_lines(self, a: Analysed) -> list[str]:
         lines = []
-        for c in t.get("copies", []):
-            lines.append(f"  {c['set'] + ' ' + c['data_pattern']:<16} {repeat_text(c)}")
-            lines.append(f"  {'':<16} seconds per copy: mean {num(c['seconds']['mean'])}")
+        for c in copies_in(a) or ():
+            lines.append(f"  {c.copy_set + ' ' + c.data:<16} {repeat_text('MB/s', c.mb_s)}")
+            lines.append(f"  {'':<16} seconds per copy: mean {num(c.seconds.mean)}")
         return lines
 
 

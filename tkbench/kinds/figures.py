@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from tkbench import kinds
 from tkbench.analysis.figure import DEVIATION, UNITS, Figure, unit_of, value_of
+from tkbench.kinds.results.run import analyse_test
 
 if TYPE_CHECKING:
     from tkbench.profile.model import TestSpec
@@ -32,7 +33,7 @@ __all__ += ["unit_of", "value_of"]
 def test_figures(test: TestData) -> list[Figure]:
     """The figures of one stored test (none for a test of another type, or without runs):
     its type's (:mod:`tkbench.kinds`)."""
-    return kinds.of_plan(test.plan).figures(test)
+    return list(analyse_test(test).figures)
 
 
 def run_figures(run: RunData) -> list[Figure]:

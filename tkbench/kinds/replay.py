@@ -38,7 +38,7 @@ drop instead (:data:`tkbench.workload.fiojobs.PAD_NOTE`), stated in every plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,7 @@ from tkbench.units import format_duration
 from tkbench.workload import fiojobs, tkw
 
 if TYPE_CHECKING:
+    from tkbench.kinds.results.analysed import Analysed
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
     from tkbench.targets.base import Target
@@ -125,6 +126,25 @@ def unfit_sizes(applied: fiojobs.Applied, sector: int) -> list[int]:
 def replay_cap(workload: tkw.Workload) -> float:
     """Seconds after which a replay at the captured timing is stopped."""
     return max(MIN_CAP, SLOWER * workload.reduction.duration_s)
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """One replay of the replay stage, as fio counted it (``show --json``'s keys)."""
+
+    timing: str
+    seconds: float
+    read_ios: float
+    read_iops: float
+    write_ios: float
+    write_iops: float
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """The replay stage's own result: its replays."""
+
+    replays: tuple[ReplayRun, ...]
 
 
 class Replay(TestType):
@@ -297,37 +317,44 @@ class Replay(TestType):
         )
         return {IOLOG: text.encode("ascii")}
 
-    def summary(self, test: TestData) -> dict[str, Any] | None:
+    def result(self, test: TestData) -> Replayed | None:
         """The replay stage: each replay's reads and writes as fio counted them (its two
         points share a block size and mix: they are no repetitions of one point)."""
         if test.plan.stage != "replay":
             return None
         rnd = test.rounds[-1] if test.rounds else None
-        return {
-            "replay": [
-                {
-                    "timing": p.replay,
-                    "seconds": round(max(p.read.runtime_ms, p.write.runtime_ms) / 1e3, 6),
-                    **{
-                        f"{name}_{what}": round(float(getattr(d, attr) or 0), 3)
-                        for name, d in (("read", p.read), ("write", p.write))
-                        for what, attr in (("ios", "total_ios"), ("iops", "iops"))
-                    },
-                }
+        return Replayed(
+            tuple(
+                ReplayRun(
+                    p.replay,
+                    round(max(p.read.runtime_ms, p.write.runtime_ms) / 1e3, 6),
+                    *(
+                        round(float(getattr(d, attr) or 0), 3)
+                        for d in (p.read, p.write)
+                        for attr in ("total_ios", "iops")
+                    ),
+                )
                 for p in (rnd.points if rnd is not None else ())
                 if p.replay
-            ]
-        }
+            )
+        )
+
+    def summary(self, a: Analysed) -> dict[str, Any] | None:
+        own = a.own
+        if not isinstance(own, Replayed):
+            return None
+        return {"replay": [dataclasses.asdict(r) for r in own.replays]}
 
     def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
         """The grid and the operating points, as DIRTH's stages give them."""
         return INTENSITY.stage_summary(t, tests)
 
-    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
+    def summary_lines(self, a: Analysed) -> list[str]:
+        own = a.own
         return [
-            f"  replay {r['timing']:<9} {r['read_ios']:,.0f} reads, {r['write_ios']:,.0f} writes "
-            f"in {r['seconds']:g} s ({r['read_iops'] + r['write_iops']:,.0f} IOPS)"
-            for r in t.get("replay", ())
+            f"  replay {r.timing:<9} {r.read_ios:,.0f} reads, {r.write_ios:,.0f} writes "
+            f"in {r.seconds:g} s ({r.read_iops + r.write_iops:,.0f} IOPS)"
+            for r in (own.replays if isinstance(own, Replayed) else ())
         ]
 
     def detail_lines(self, t: PlannedTest) -> list[str]:

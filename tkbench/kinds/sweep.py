@@ -27,22 +27,28 @@ sequential job, so the modes without the hint turn it off explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
 from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
-from tkbench.kinds.results.sweep import MODES, ROLE, is_sweep, sweep_of
+from tkbench.kinds.results.sweep import (
+    MODES,
+    ROLE,
+    Best,
+    SweepResult,
+    is_sweep,
+    sweep_in,
+    sweep_of,
+)
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import SWEEP_MODES, FamilySpec, Mix, TestSpec
 from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from tkbench.kinds.results.analysed import Analysed
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
 
@@ -210,9 +216,12 @@ class Sweep(TestType):
         bases = {f"best_{MODES[m].direction}_" for m in own(spec).modes if m in MODES}
         return {b + e for b in bases for e in ("mb_s", DEVIATION)}
 
-    def figures(self, test: TestData) -> list[Figure]:
+    def result(self, test: TestData) -> SweepResult | None:
+        return sweep_of(test.plan, test.rounds)
+
+    def figures(self, a: Analysed) -> list[Figure]:
         """The best combination of each direction, with every run's MB/s."""
-        sweep = sweep_of(test.plan, test.rounds)
+        sweep = sweep_in(a)
         out: list[Figure] = []
         for direction in ("read", "write"):
             best = sweep.best.get(direction) if sweep is not None else None
@@ -222,33 +231,35 @@ class Sweep(TestType):
             detail = {"mode": c.mode, "buffer_size": c.buffer_size, "buffer_count": c.buffer_count}
             runs = repeatability(c.runs or (c.mb_s,))
             name = f"best_{direction}_mb_s"
-            out.append(Figure(test.name, name, "MB/s", runs, detail, direction))
+            out.append(Figure(a.name, name, "MB/s", runs, detail, direction))
         return out
 
-    def summary(self, test: TestData) -> dict[str, Any] | None:
+    def summary(self, a: Analysed) -> dict[str, Any] | None:
         # its cells: by mode, size and count, not by point key
-        sweep = sweep_of(test.plan, test.rounds)
+        sweep = sweep_in(a)
         return {} if sweep is None else {"sweep": sweep.to_dict()}
 
-    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
-        return _summary_lines(t["sweep"]) if t.get("sweep") else []
+    def summary_lines(self, a: Analysed) -> list[str]:
+        sweep = sweep_in(a)
+        return _summary_lines(sweep) if sweep is not None else []
 
 
-def _summary_lines(sw: Mapping[str, Any]) -> list[str]:
+def _summary_lines(sw: SweepResult) -> list[str]:
     """A bulk-I/O sweep for people: the best combination per direction and per mode,
     against one 128 KiB buffer (show --json has every cell)."""
 
-    def best(label: str, b: Mapping[str, Any]) -> str:
+    def best(label: str, b: Best) -> str:
+        c = b.cell
         text = (
-            f"  {label:<34} {_num(b['mb_s'])} MB/s with {b['buffer_count']} x "
-            f"{format_size(b['buffer_size'])}"
+            f"  {label:<34} {_num(c.mb_s)} MB/s with {c.buffer_count} x "
+            f"{format_size(c.buffer_size)}"
         )
-        if b["gain_pct"] is not None:
-            text += f", {b['gain_pct']:+.0f} % against 1 x 128k ({_num(b['default']['mb_s'])})"
+        if b.gain_pct is not None and b.default is not None:
+            text += f", {b.gain_pct:+.0f} % against 1 x 128k ({_num(b.default.mb_s)})"
         return text
 
-    lines = [best(f"best {d} ({b['mode']})", b) for d, b in sw["best"].items()]
-    return lines + [best(m["mode"], m["best"]) for m in sw["modes"]]
+    lines = [best(f"best {d} ({b.cell.mode})", b) for d, b in sw.best.items()]
+    return lines + [best(m.mode, m.best) for m in sw.modes]
 
 
 SWEEP = Sweep()

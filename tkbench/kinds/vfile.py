@@ -30,22 +30,27 @@ fio lays the file out with the profile's data once, before the first point
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.figure import DEVIATION, Figure
 from tkbench.analysis.repeat import repeatability
 from tkbench.kinds.base import Context, KeyRules, TestKeys, TestType
-from tkbench.kinds.results.vfile import OPERATIONS, ROLE, is_vfile, vfile_of
+from tkbench.kinds.results.vfile import (
+    OPERATIONS,
+    ROLE,
+    VfileResult,
+    is_vfile,
+    vfile_in,
+    vfile_of,
+)
 from tkbench.kinds.words import num as _num
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import VFILE_OPERATIONS, FamilySpec, Mix, TestSpec
 from tkbench.units import format_duration, format_size, human_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from tkbench.kinds.results.analysed import Analysed
     from tkbench.rundir.records import TestPlan
     from tkbench.rundir.store import TestData
 
@@ -211,40 +216,44 @@ class Vfile(TestType):
         }
         return {b + e for b in bases for e in ("nodes_s", DEVIATION)}
 
-    def figures(self, test: TestData) -> list[Figure]:
+    def result(self, test: TestData) -> VfileResult | None:
+        return vfile_of(test.plan, test.rounds)
+
+    def figures(self, a: Analysed) -> list[Figure]:
         """nodes/s per operation, threads and cache state, with every run's."""
-        vfile = vfile_of(test.plan, test.rounds)
+        vfile = vfile_in(a)
         out: list[Figure] = []
         for cell in vfile.cells if vfile is not None else ():
             runs = repeatability([b / cell.node_size for b in cell.runs])
             name = f"{cell.operation}.{cell.threads}.{cell.cache}.nodes_s"
             direction = OPERATIONS[cell.operation].direction
-            out.append(Figure(test.name, name, "nodes/s", runs, direction=direction))
+            out.append(Figure(a.name, name, "nodes/s", runs, direction=direction))
         return out
 
-    def summary(self, test: TestData) -> dict[str, Any] | None:
+    def summary(self, a: Analysed) -> dict[str, Any] | None:
         # its cells: by operation, threads and cache state
-        vfile = vfile_of(test.plan, test.rounds)
+        vfile = vfile_in(a)
         return {} if vfile is None else {"vfile": vfile.to_dict()}
 
-    def summary_lines(self, t: Mapping[str, Any]) -> list[str]:
-        return _summary_lines(t["vfile"]) if t.get("vfile") else []
+    def summary_lines(self, a: Analysed) -> list[str]:
+        vfile = vfile_in(a)
+        return _summary_lines(vfile) if vfile is not None else []
 
 
-def _summary_lines(vf: Mapping[str, Any]) -> list[str]:
+def _summary_lines(vf: VfileResult) -> list[str]:
     """A virtual-file test for people: nodes/s (and MB/s) per operation and thread
     count, cold (min) and warm (max)."""
     lines = [
-        f"  {vf['nodes']:,} nodes of {vf['node_size']} bytes, pages of "
-        f"{format_size(vf['page_size'])}; nodes/s (MB/s)"
+        f"  {vf.nodes:,} nodes of {vf.node_size} bytes, pages of "
+        f"{format_size(vf.page_size)}; nodes/s (MB/s)"
     ]
-    for r in vf["rows"]:
+    for r in vf.rows:
         cells = [
-            f"{state} {_num(r[state]['nodes_s'])} ({_num(r[state]['mb_s'])})"
+            f"{state} {_num(c.nodes_s)} ({_num(c.mb_s)})"
             for state in ("cold", "warm")
-            if state in r
+            if (c := r.cells.get(state)) is not None
         ]
-        lines.append(f"  {r['title'] + ', ' + str(r['threads']) + ' thr.':<30} " + "; ".join(cells))
+        lines.append(f"  {r.title + ', ' + str(r.threads) + ' thr.':<30} " + "; ".join(cells))
     return lines
 
 

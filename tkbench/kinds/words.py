@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from tkbench.analysis.repeat import Repeatability
 
 
 def num(x: float) -> str:
@@ -11,12 +10,12 @@ def num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
-def repeat_text(p: Mapping[str, Any]) -> str:
-    """A repeated point for people: runs, mean, deviation (MiB/s)."""
-    runs = ", ".join(num(x) for x in p["runs"])
-    text = f"{p['unit']}: runs {runs}; mean {num(p['mean'])}, deviation ±{num(p['mean_abs_dev'])}"
-    if p["mean_abs_dev_pct"] is not None:
-        text += f" ({p['mean_abs_dev_pct']:.1f} %)"
-    if p["ci95"] is not None:
-        text += f", 95 % CI [{num(p['ci95'][0])}, {num(p['ci95'][1])}]"
+def repeat_text(unit: str, rep: Repeatability) -> str:
+    """A repeated point for people: runs, mean, deviation (in ``unit``)."""
+    runs = ", ".join(num(x) for x in rep.runs)
+    text = f"{unit}: runs {runs}; mean {num(rep.mean)}, deviation ±{num(rep.mean_abs_dev)}"
+    if rep.mean_abs_dev_pct is not None:
+        text += f" ({rep.mean_abs_dev_pct:.1f} %)"
+    if rep.ci95 is not None:
+        text += f", 95 % CI [{num(rep.ci95[0])}, {num(rep.ci95[1])}]"
     return text

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from tkbench import analysis
-from tkbench.analysis import analyze_test
-from tkbench.analysis.repeat import point_repeatability, welch_noise
-from tkbench.kinds.figures import run_figures, unit_of, value_of
+from tkbench.analysis.repeat import welch_noise
+from tkbench.kinds.figures import unit_of, value_of
+from tkbench.kinds.results.analysed import AnalysedRun
+from tkbench.kinds.results.run import analyse_run
 from tkbench.profile import DEVIATION
 from tkbench.profile.model import Acceptance
 from tkbench.rundir.records import CheckItem, Checks
@@ -28,12 +29,16 @@ from tkbench.units import format_size
 Check = CheckItem
 
 
-def steady_checks(run: RunData) -> list[Check]:
+def _analysed(run: RunData | AnalysedRun) -> AnalysedRun:
+    return run if isinstance(run, AnalysedRun) else analyse_run(run)
+
+
+def steady_checks(run: RunData | AnalysedRun) -> list[Check]:
     """Steady state of every steady-state test, as the analysis determines it from
     the stored rounds (the same verdict the report and ``show`` give)."""
     out = []
-    for t in run.tests:
-        a = analyze_test(t)
+    for t in _analysed(run).tests:
+        a = t.analysis
         if a.steady is None:  # a kind without a steady-state rule
             continue
         passed = bool(a.finished and a.steady)
@@ -49,10 +54,13 @@ def steady_checks(run: RunData) -> list[Check]:
     return out
 
 
-def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
+def criterion_checks(run: RunData | AnalysedRun, acceptance: Acceptance) -> list[Check]:
+    """Each acceptance criterion against the run's results (``run``: the run, or its
+    results when the caller has them)."""
+    ar = _analysed(run)
     out = []
-    by_name = {t.name: t for t in run.tests}
-    figures = run_figures(run)
+    by_name = {t.name: t for t in ar.tests}
+    figures = ar.figures
     for c in acceptance.criteria:
         t = by_name.get(c.test)
         if c.mix is None:  # a volume benchmark's figure
@@ -60,11 +68,11 @@ def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
         elif t is None:
             measured = math.nan
         elif c.metric == DEVIATION:  # a repeated point's spread over its runs
-            rep = point_repeatability(t.rounds).get((c.bs, c.mix.read))
+            rep = t.repeats.get((c.bs, c.mix.read))
             spread = rep.mean_abs_dev_pct if rep is not None and len(rep.runs) > 1 else None
             measured = spread if spread is not None else math.nan
         else:
-            measured = analysis.value(t, c.metric, c.bs, c.mix.read)
+            measured = analysis.value(t.test, c.metric, c.bs, c.mix.read)
         ok = math.isfinite(measured) and c.holds(measured)
         unit = c.unit
         if math.isfinite(measured):
@@ -76,7 +84,7 @@ def criterion_checks(run: RunData, acceptance: Acceptance) -> list[Check]:
                 f"{format_size(c.bs)} {c.mix.label} of test {c.test} has no spread: "
                 "it was not measured, or not repeated (one run)"
             )
-        elif t is not None and t.rounds and c.metric.startswith("p"):
+        elif t is not None and t.test.rounds and c.metric.startswith("p"):
             need = analysis.samples_needed(float(c.metric[1:]))
             msg = f"too few I/Os in the window for a {c.metric[1:]} % value (needs {need:,})"
         else:
@@ -120,9 +128,10 @@ class FigureRuns:
     runs: int
 
 
-def run_figure_runs(run: RunData) -> dict[str, FigureRuns]:
+def run_figure_runs(run: RunData | AnalysedRun) -> dict[str, FigureRuns]:
     """The volume figures of a run directory, by history key (``"TEST NAME"``)."""
-    return {f.key: FigureRuns(f.value, f.runs.stdev, len(f.runs.runs)) for f in run_figures(run)}
+    figures = _analysed(run).figures
+    return {f.key: FigureRuns(f.value, f.runs.stdev, len(f.runs.runs)) for f in figures}
 
 
 def history_figure_runs(volume: Mapping[str, Mapping[str, Any]] | None) -> dict[str, FigureRuns]:

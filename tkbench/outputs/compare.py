@@ -19,15 +19,12 @@ from typing import Any
 
 from tkbench import analysis
 from tkbench.analysis import kind_of
-from tkbench.analysis.repeat import (
-    Repeatability,
-    difference_noise,
-    point_repeatability,
-    repeatability,
-)
+from tkbench.analysis.repeat import Repeatability, difference_noise, repeatability
 from tkbench.analysis.window import window_points
-from tkbench.kinds.figures import UNITS, test_figures
-from tkbench.kinds.results.sweep import sweep_of
+from tkbench.kinds.figures import UNITS
+from tkbench.kinds.results.analysed import Analysed, AnalysedRun
+from tkbench.kinds.results.run import analyse_run
+from tkbench.kinds.results.sweep import sweep_in
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_size, human_bytes
@@ -236,17 +233,20 @@ def points_of(tests: Sequence[TestData | None]) -> list[tuple[int, int]]:
     return list(seen)
 
 
-def compare(runs: Sequence[RunData]) -> list[Row]:
-    """Rows for every (test, metric, point) of any run, deltas against run 1."""
+def compare(runs: Sequence[RunData | AnalysedRun]) -> list[Row]:
+    """Rows for every (test, metric, point) of any run, deltas against run 1 (``runs``:
+    the runs, or their results when the caller has them)."""
+    ars = [r if isinstance(r, AnalysedRun) else analyse_run(r, alone=True) for r in runs]
     rows: list[Row] = []
-    for name in test_names(runs):
-        tests = tests_of(runs, name)
-        figured = figure_rows(name, tests)
+    for name in test_names([ar.run for ar in ars]):
+        analysed = [_with_rounds(ar, name) for ar in ars]
+        tests = [a.test if a is not None else None for a in analysed]
+        figured = figure_rows(name, analysed)
         if figured:  # a sweep's, copy's or virtual file's points share their keys
             rows += figured
             continue
         plan = next(t for t in tests if t is not None).plan
-        repeated = _repeated(tests)
+        repeated = _repeated(analysed)
         for key in _metrics(plan):
             for bs, rp in points_of(tests):
                 vals = tuple(
@@ -259,16 +259,21 @@ def compare(runs: Sequence[RunData]) -> list[Row]:
                 pooled = metric(key).percentile is not None  # no per-run value of its own
                 reps = _window_repeats(tests, key, bs, rp) if repeated and not pooled else ()
                 rows.append(Row(name, point, key, metric(key).unit, vals, spreads, reps))
-        rows += repeat_rows(name, tests)
+        rows += repeat_rows(name, analysed)
     return rows
 
 
-def _repeated(tests: Sequence[TestData | None]) -> bool:
+def _with_rounds(ar: AnalysedRun, name: str) -> Analysed | None:
+    """The test ``name`` of a run (None where the run lacks it or it has no rounds)."""
+    return next((a for a in ar.tests if a.name == name and a.test.rounds), None)
+
+
+def _repeated(tests: Sequence[Analysed | None]) -> bool:
     """A plain fixed test: its rounds are repetitions (not a stage's, not a sweep's)."""
     plan = next(t for t in tests if t is not None).plan
     if plan.kind != "fixed" or plan.procedure:  # a stage's rounds are no repetitions
         return False
-    return not any(t is not None and sweep_of(t.plan, t.rounds) is not None for t in tests)
+    return not any(t is not None and sweep_in(t) is not None for t in tests)
 
 
 def _window_repeats(
@@ -289,14 +294,14 @@ def _window_repeats(
     return tuple(out)
 
 
-def repeat_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
+def repeat_rows(name: str, tests: Sequence[Analysed | None]) -> list[Row]:
     """A fixed test's points as their runs' mean MiB/s, with each run's repeatability
     (a bulk-I/O sweep's cells apart: they share point keys)."""
     if not _repeated(tests):
         return []
-    reps = [point_repeatability(t.rounds) if t is not None else {} for t in tests]
+    reps = [t.repeats if t is not None else {} for t in tests]
     rows = []
-    for bs, rp in points_of(tests):
+    for bs, rp in points_of([t.test if t is not None else None for t in tests]):
         per_run = tuple(r.get((bs, rp)) for r in reps)
         if not any(per_run):
             continue
@@ -306,12 +311,12 @@ def repeat_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
     return rows
 
 
-def figure_rows(name: str, tests: Sequence[TestData | None]) -> list[Row]:
+def figure_rows(name: str, tests: Sequence[Analysed | None]) -> list[Row]:
     """A volume benchmark's headline figures (a bulk-I/O sweep's best per direction, a
     copy test's MB/s per set and pattern, a virtual file's nodes/s per operation,
     threads and cache state), each with its runs' repeatability, so that a change
     within the runs' noise is not called one (:meth:`Row.beyond_noise`)."""
-    per_run = [{f.name: f for f in test_figures(t)} if t is not None else {} for t in tests]
+    per_run = [{f.name: f for f in t.figures} if t is not None else {} for t in tests]
     names: dict[str, None] = {}
     for figs in per_run:
         names.update(dict.fromkeys(figs))

@@ -4,7 +4,8 @@ One row per measured value: a point's IOPS, bandwidth, mean and maximum latency
 as a whole (``direction`` ``all``) and per direction, and per direction its
 pooled latency percentiles.  The values are the report's own: window, window means
 (percentiles pooled over the window, never averaged) and steady-state verdict all
-come from one :func:`tkbench.analysis.analyze_test`.  :func:`to_csv`,
+come from one :func:`tkbench.analysis.analyze_test`, computed once per test
+(:mod:`tkbench.kinds.results.analysed`).  :func:`to_csv`,
 :func:`to_jsonl` and :func:`to_openmetrics` format the rows for ``tkbench export``
 (docs/automation.md, "Exporting values").
 """
@@ -19,9 +20,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from tkbench.analysis import analyze_test
 from tkbench.analysis.window import PointMean, point_mean
-from tkbench.kinds.figures import DEVIATION, UNITS, test_figures
+from tkbench.kinds.figures import DEVIATION, UNITS
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.run import analyse_run
 from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
 from tkbench.rundir.store import RunData, TestData
@@ -101,11 +103,11 @@ def _blank(run: RunData, test: TestData) -> Row:
     )
 
 
-def test_rows(run: RunData, test: TestData) -> Iterator[Row]:
+def test_rows(run: RunData, analysed: Analysed) -> Iterator[Row]:
     """The rows of one test: its plan's points in plan order, over its window.  When
     several points share a block size and mix (a staged PTS test's repeated,
     grid and interval points), each is its own point, named by its plan label."""
-    a = analyze_test(test)
+    test, a = analysed.test, analysed.analysis
     base = replace(_blank(run, test), steady_state=a.steady, window=_window_label(a.window))
     keys = [p.key for p in test.plan.points]
     by_label: dict[str, list[PointResult]] | None = None
@@ -157,7 +159,7 @@ def _point_rows(point: Row, pm: PointMean) -> Iterator[Row]:
             )
 
 
-def figure_rows(run: RunData, test: TestData) -> list[Row]:
+def figure_rows(run: RunData, analysed: Analysed) -> list[Row]:
     """A volume benchmark's headline figures (tkbench.kinds.figures): per figure
     its mean over the test's runs (metric ``bw``, MB/s, or ``nodes_s``) and, with two
     runs or more, their mean absolute deviation (``mean_abs_dev_pct``, % of the mean).
@@ -165,10 +167,10 @@ def figure_rows(run: RunData, test: TestData) -> list[Row]:
     ``random-read.1.warm``); ``block_size`` is a sweep's best buffer size (else 0),
     ``direction`` a sweep's best's or a virtual-file operation's (else ``all``),
     ``read_pct`` 100 for a read and 0 else, ``window`` the runs (``1-3``)."""
-    found = test_figures(test)
+    found = analysed.figures
     if not found:
         return []
-    base = _blank(run, test)
+    base = _blank(run, analysed.test)
     out = []
     for f in found:
         ending = next(e for e in UNITS if f.name.endswith(e))
@@ -196,9 +198,9 @@ def rows(runs: Iterable[RunData]) -> list[Row]:
     benchmark's: its headline figures, whose points share their keys)."""
     out: list[Row] = []
     for run in runs:
-        for test in run.tests:
-            if test.rounds:
-                out.extend(figure_rows(run, test) or test_rows(run, test))
+        for a in analyse_run(run).tests:
+            if a.test.rounds:
+                out.extend(figure_rows(run, a) or test_rows(run, a))
     return out
 
 

@@ -6,14 +6,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tkbench import kinds
-from tkbench.analysis import TestAnalysis, analyze_test
-from tkbench.analysis.repeat import point_repeatability, until_standing
+from tkbench.analysis import TestAnalysis
+from tkbench.analysis.repeat import Repeatability
 from tkbench.analysis.stoprules import kind_named
 from tkbench.analysis.window import DIRECTIONS, DirMean
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement
 from tkbench.device.cacherecord import describe as write_cache_text
+from tkbench.kinds.results.analysed import Analysed, AnalysedRun
+from tkbench.kinds.results.run import analyse_run
 from tkbench.kinds.words import num as _num
 from tkbench.kinds.words import repeat_text as _repeat_text
 from tkbench.outputs.showparts import stage_parts, test_parts
@@ -22,50 +23,63 @@ from tkbench.rundir.store import RunData, TestData
 from tkbench.units import format_duration, human_bytes
 
 
-def test_summary(t: TestData) -> dict[str, Any]:
-    plan = t.plan
-    a = analyze_test(t)
-    tracking: dict[str, list[float]] = {label: [] for label in plan.tracking}
-    for r in t.rounds:
-        for label in tracking:
-            if label in r.tracking:
-                tracking[label].append(r.tracking[label])
+def test_summary(a: Analysed) -> dict[str, Any]:
+    """One test of the ``show --json`` document, from its results (each computed once)."""
+    t, plan, ta = a.test, a.plan, a.analysis
     out: dict[str, Any] = {
         "name": t.name,
         "title": plan.title or t.name,
-        "kind": a.kind,
+        "kind": ta.kind,
         "status": t.status,
-        "steady_state": a.steady,
-        "rounds": a.rounds,
-        "window": list(a.steady_window),
-        "tracking": tracking,
+        "steady_state": ta.steady,
+        "rounds": ta.rounds,
+        "window": list(ta.steady_window),
+        "tracking": tracked(t),
         "round_numbers": [r.round for r in t.rounds],
-        "segments": list(a.segments),
-        "verdicts": {k: v.to_dict() for k, v in a.verdicts.items()},
+        "segments": list(ta.segments),
+        "verdicts": {k: v.to_dict() for k, v in ta.verdicts.items()},
         "purge": dump(t.purge) if t.purge is not None else None,
-        "total_written_bytes": int(t.rounds[-1].total_written_bytes) if t.rounds else 0,
+        "total_written_bytes": written(t),
     }
     if t.parts and not t.rounds:  # a stage run in parts, interrupted: kept for a resume
         out["parts_stored"] = t.parts
         out["parts"] = len(plan.points)
     if t.result is not None and t.result.stop_reason is not None:
         out["stop_reason"] = t.result.stop_reason
-    states = kinds.of_plan(plan).cache_states(plan)
-    if states:
-        out["cache"] = states
+    if a.cache_states:
+        out["cache"] = a.cache_states
     if plan.workload.data_pattern == "compressible":
         out["compress_percentage"] = plan.workload.compress_percentage
-    own = kinds.of_plan(plan).summary(t)  # the type's own part (a sweep's cells, ...)
+    own = a.type.summary(a)  # the type's own part (a sweep's cells, ...)
     if own is not None:
         out.update(own)
-    elif a.kind == "fixed" and t.rounds:
-        out["points"] = repeat_points(t)
-    until = until_standing(plan, t.rounds)
-    if until is not None:  # only for tests with repeat_until: other outputs stay as they were
-        out["repeat_until"] = until.to_dict() | {"text": until.sentence()}
+    elif _lists_points(a):
+        out["points"] = repeat_points(a)
+    if a.until is not None:  # only for tests with repeat_until: other outputs stay as they were
+        out["repeat_until"] = a.until.to_dict() | {"text": a.until.sentence()}
     if plan.histogram:
-        out["window_percentiles"] = window_percentiles(t, a)
+        out["window_percentiles"] = window_percentiles(t, ta)
     return out
+
+
+def tracked(t: TestData) -> dict[str, list[float]]:
+    """Each tracking variable's value per round (rounds without it left out)."""
+    tracking: dict[str, list[float]] = {label: [] for label in t.plan.tracking}
+    for r in t.rounds:
+        for label in tracking:
+            if label in r.tracking:
+                tracking[label].append(r.tracking[label])
+    return tracking
+
+
+def written(t: TestData) -> int:
+    return int(t.rounds[-1].total_written_bytes) if t.rounds else 0
+
+
+def _lists_points(a: Analysed) -> bool:
+    """Whether ``show`` lists the test's repeated points: a fixed test with runs whose
+    type has no part of its own."""
+    return a.analysis.kind == "fixed" and bool(a.test.rounds)
 
 
 def window_percentiles(t: TestData, a: TestAnalysis) -> list[dict[str, Any]]:
@@ -98,14 +112,17 @@ def _direction_percentiles(d: DirMean, asked: list[str]) -> dict[str, Any]:
     }
 
 
-def repeat_points(t: TestData) -> list[dict[str, Any]]:
+def repeat_points(a: Analysed) -> list[dict[str, Any]]:
     """A fixed test's points: every run's MiB/s and their repeatability figures."""
-    labels = {(p.bs, p.read_pct): p.label for p in t.plan.points}
     return [
-        {"label": labels.get(key, ""), "bs": key[0], "read_pct": key[1], "unit": "MiB/s"}
-        | rep.to_dict()
-        for key, rep in point_repeatability(t.rounds).items()
+        {"label": label, "bs": key[0], "read_pct": key[1], "unit": "MiB/s"} | rep.to_dict()
+        for label, key, rep in _points(a)
     ]
+
+
+def _points(a: Analysed) -> list[tuple[str, tuple[int, int], Repeatability]]:
+    labels = {(p.bs, p.read_pct): p.label for p in a.plan.points}
+    return [(labels.get(key, ""), key, rep) for key, rep in a.repeats.items()]
 
 
 # The version of the ``show --json`` document (docs/automation.md, "The show --json
@@ -116,20 +133,23 @@ SHOW_SCHEMA = 1
 
 @dataclass(frozen=True)
 class Shown:
-    """A stored run as ``tkbench show`` has it: the run read back, its PTS judgement
-    (made once) and the ``--json`` document made of them.  The text is rendered from
-    the run's records and the judgement, and from the document only what the tests'
-    types put in it (:func:`format_summary`)."""
+    """A stored run as ``tkbench show`` has it: the run read back with its results
+    (each computed once), its PTS judgement (made once) and the ``--json`` document
+    made of them.  The text is rendered from the results and the judgement, never from
+    the document (:func:`format_summary`): the document is an output only."""
 
     run: RunData
     judged: Judgement
     document: dict[str, Any]
+    analysed: AnalysedRun
 
 
-def shown(run: RunData) -> Shown:
+def shown(run: RunData, analysed: AnalysedRun | None = None) -> Shown:
+    """``analysed``: the run's results, when the caller has them (made here if not)."""
+    ar = analysed if analysed is not None else analyse_run(run)
     # conformance to the SNIA PTS variant the stored profile declares
     judged = judge_run(run, run.write_cache)
-    return Shown(run, judged, _document(run, judged))
+    return Shown(run, judged, _document(ar, judged), ar)
 
 
 def run_summary(run: RunData) -> dict[str, Any]:
@@ -137,7 +157,8 @@ def run_summary(run: RunData) -> dict[str, Any]:
     return shown(run).document
 
 
-def _document(run: RunData, judged: Judgement) -> dict[str, Any]:
+def _document(ar: AnalysedRun, judged: Judgement) -> dict[str, Any]:
+    run = ar.run
     m = run.manifest
     staged = {t.name: stage_parts(t, run.tests) for t in run.tests}
     return {
@@ -157,9 +178,7 @@ def _document(run: RunData, judged: Judgement) -> dict[str, Any]:
         # RUN/write-cache.json as stored (null for runs made before tkbench set it)
         "write_cache": None if (wc := run.write_cache) is None else wc.to_dict(),
         "pts": judged.to_dict(),
-        "tests": [
-            {**test_summary(t), **test_parts(t, m.target), **staged[t.name]} for t in run.tests
-        ],
+        "tests": [{**test_summary(a), **test_parts(a), **staged[a.name]} for a in ar.tests],
     } | _procedures(run, staged)
 
 
@@ -187,8 +206,8 @@ def _when(ts: float | None) -> str:
 
 
 def format_summary(shown: Shown) -> str:
-    """``tkbench show``'s text of a run."""
-    run, s = shown.run, shown.document
+    """``tkbench show``'s text of a run, from its results (not from its document)."""
+    run = shown.run
     m = run.manifest
     device = m.target.device
     lines = [
@@ -207,46 +226,50 @@ def format_summary(shown: Shown) -> str:
         lines.append(f"Error     {m.error}")
     for r in m.resumes:
         lines.append(f"Resumed   {_when(r.at)}: test {r.test}, {r.action}")
-    for t in s["tests"]:
+    for a in shown.analysed.tests:
         lines.append("")
-        verdict = kind_named(t["kind"]).state(
-            t["steady_state"], t["window"], t["total_written_bytes"]
-        )
-        lines.append(
-            f"{t['title']} ({t['name']}): {t['rounds']} round(s), {verdict} [{t['status']}]"
-        )
-        if t.get("parts_stored"):
-            lines.append(
-                f"  {t['parts_stored']} of {t['parts']} parts of its round stored "
-                "(a resume goes on from them)"
-            )
-        heat = t.get("temperature") or {}
-        for e in heat.get("events", []) if heat.get("throttled_in_window") else []:
-            if e["in_window"]:
-                lines.append(f"  HEAT in the window, round {e['round']}: {e['what']}")
-        for label, values in t["tracking"].items():
-            v = t["verdicts"].get(label)
-            tail = ", ".join(_num(x) for x in values[-8:])
-            more = "... " if len(values) > 8 else ""
-            lines.append(f"  {label:<22} {more}{tail}")
-            if v:
-                lines.append(
-                    f"  {'':<22} window mean {_num(v['mean'])}, excursion "
-                    f"{v['excursion_ratio']:.1%} (<= {v['max_excursion']:.0%}), slope excursion "
-                    f"{v['slope_excursion_ratio']:.1%} (<= {v['max_slope_excursion']:.0%})"
-                )
-        if t.get("cache"):
-            lines.append(f"  page cache {', '.join(t['cache'])}")
-        for p in t.get("points", []):
-            lines.append(f"  {p['label']:<10} {_repeat_text(p)}")
-        if t.get("repeat_until"):
-            lines.append(f"  {t['repeat_until']['text']}")
-        for typ in kinds.TYPES:  # each type's lines of its own keys
-            lines += typ.summary_lines(t)
-        for h in t.get("hosts", []):
-            lines.append(
-                f"  host {h['host']}, {h['label']}: IOPS {_num(h['iops'])} "
-                f"({h['iops_share']:.0%} of all hosts), MB/s {_num(h['bw_mbs'])}, "
-                f"mean {_num(h['lat_mean_ms'])} ms"
-            )
+        lines += _test_lines(a)
     return "\n".join(lines)
+
+
+def _test_lines(a: Analysed) -> list[str]:
+    """One test's lines of ``tkbench show``."""
+    t, plan, ta = a.test, a.plan, a.analysis
+    window = list(ta.steady_window)
+    verdict = kind_named(ta.kind).state(ta.steady, window, written(t))
+    lines = [f"{plan.title or t.name} ({t.name}): {ta.rounds} round(s), {verdict} [{t.status}]"]
+    if t.parts and not t.rounds:
+        lines.append(
+            f"  {t.parts} of {len(plan.points)} parts of its round stored "
+            "(a resume goes on from them)"
+        )
+    heat = a.temperature
+    for e in heat.window_events if heat is not None else ():
+        lines.append(f"  HEAT in the window, round {e.round}: {e.what}")
+    for label, values in tracked(t).items():
+        v = ta.verdicts.get(label)
+        tail = ", ".join(_num(x) for x in values[-8:])
+        more = "... " if len(values) > 8 else ""
+        lines.append(f"  {label:<22} {more}{tail}")
+        if v is not None:
+            lines.append(
+                f"  {'':<22} window mean {_num(v.mean)}, excursion "
+                f"{v.excursion_ratio:.1%} (<= {v.max_excursion:.0%}), slope excursion "
+                f"{v.slope_excursion_ratio:.1%} (<= {v.max_slope_excursion:.0%})"
+            )
+    if a.cache_states:
+        lines.append(f"  page cache {', '.join(a.cache_states)}")
+    if a.type.summary(a) is None and _lists_points(a):
+        for label, _key, rep in _points(a):
+            lines.append(f"  {label:<10} {_repeat_text('MiB/s', rep)}")
+    if a.until is not None:
+        lines.append(f"  {a.until.sentence()}")
+    lines += a.type.summary_lines(a)  # the type's lines of its own results
+    for h in a.hosts:
+        pm = h.mean
+        lines.append(
+            f"  host {h.host}, {h.label}: IOPS {_num(pm.iops)} "
+            f"({h.share:.0%} of all hosts), MB/s {_num(pm.bw_mbs)}, "
+            f"mean {_num(pm.lat_mean_ms)} ms"
+        )
+    return lines

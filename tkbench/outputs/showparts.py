@@ -10,29 +10,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from tkbench import kinds
-from tkbench.analysis.confidence import histogram_phase
-from tkbench.analysis.hosts import host_means
 from tkbench.analysis.responses import saturation_responses
-from tkbench.analysis.stoprules import kind_of
-from tkbench.analysis.thermal import temperature_of
-from tkbench.analysis.window import window, window_records
+from tkbench.kinds.results.analysed import Analysed
 from tkbench.kinds.staged.results import steady_iops
-from tkbench.rundir.records import TargetRecord
 from tkbench.rundir.store import TestData
 
 
-def test_parts(t: TestData, target: TargetRecord) -> dict[str, Any]:
-    """The extra keys of one test in ``show --json``."""
-    out: dict[str, Any] = {"temperature": temperature_of(t, target).to_dict()}
-    phase = histogram_phase(t)
-    if phase is not None:
-        out["response_histogram"] = phase.to_dict()
-    if kind_of(t.plan).name == "saturation":
-        resp = saturation_responses(t.plan, t.rounds, target.capacity_bytes)
+def test_parts(a: Analysed) -> dict[str, Any]:
+    """The extra keys of one test in ``show --json`` (``a``: analysed with its run's
+    target)."""
+    t = a.test
+    temperature = a.temperature
+    assert temperature is not None and a.target is not None  # analyse_run gives it
+    out: dict[str, Any] = {"temperature": temperature.to_dict()}
+    if a.histogram is not None:
+        out["response_histogram"] = a.histogram.to_dict()
+    if a.analysis.kind == "saturation":
+        resp = saturation_responses(t.plan, t.rounds, a.target.capacity_bytes)
         out["response_times"] = resp.to_dict() if resp is not None else None
-    hosts = host_means(window_records(t.rounds, window(t)))
-    if hosts:
-        out["hosts"] = [h.to_dict() for h in hosts]
+    if a.hosts:
+        out["hosts"] = [h.to_dict() for h in a.hosts]
     return out
 
 

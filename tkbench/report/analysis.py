@@ -24,14 +24,11 @@ Units: IOPS; MB/s = 10⁶ bytes/s; ms; GB = 10⁹ bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from tkbench.analysis import TestAnalysis, analyze_run, analyze_test
-from tkbench.analysis.confidence import histogram_phase
-from tkbench.analysis.hosts import host_means
-from tkbench.analysis.thermal import temperature_of
 from tkbench.kinds import of_plan
+from tkbench.kinds.results.analysed import Analysed, AnalysedRun
+from tkbench.kinds.results.run import analyse_run
 from tkbench.report import header, saturation
 from tkbench.report.headlines import headlines
 from tkbench.report.labels import anchor, primary_metric, tracking_of
@@ -57,7 +54,7 @@ from tkbench.report.tables import (
     percentile_names,
 )
 from tkbench.report.workload import rwsw_warnings
-from tkbench.rundir.records import Checks, TargetRecord
+from tkbench.rundir.records import Checks
 from tkbench.rundir.store import RunData, TestData
 from tkbench.vocab import metric as metric_of
 
@@ -80,19 +77,11 @@ def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
     )
 
 
-def test_report(
-    t: TestData,
-    run_status: str,
-    error: str,
-    capacity: int,
-    analysis: TestAnalysis | None = None,
-    target: TargetRecord | None = None,
-    run_tests: Sequence[TestData] = (),
-) -> TestReport:
-    """One test's chapter (``run_tests``: the run's tests, which a stage's chapter reads
-    for the stages before it)."""
-    plan = t.plan
-    a = analysis if analysis is not None else analyze_test(t)
+def test_report(analysed: Analysed, run_status: str, error: str, capacity: int) -> TestReport:
+    """One test's chapter, from the test's results (each computed once; its
+    ``run_tests``: the run's tests, which a stage's chapter reads for the stages before
+    it; its ``target``: the drive's temperature limits, none without one)."""
+    t, plan, a = analysed.test, analysed.plan, analysed.analysis
     verdicts, window, records, means = a.verdicts, a.window, a.records, a.means
     metric = primary_metric(plan)
     status, status_text = test_status(t, run_status, error)
@@ -109,10 +98,10 @@ def test_report(
     tables = section.matrices and not own
     latency = latency_rows(plan, means, names) if metric == "lat_mean" and tables else ()
     queue_note, queue_warn = queue_check(plan, records) if tables else ("", False)
-    repeat = repeat_part(t)
+    repeat = repeat_part(analysed)
     if repeat is not None and repeat.until:
         verdict = f"{verdict} {repeat.until}"
-    stage = section.stage(t, run_tests or (t,))
+    stage = section.stage(t, analysed.run_tests)
     if stage is not None and stage.summary and t.rounds:
         verdict = stage.summary
     tracking = tracking_of(plan)
@@ -153,26 +142,26 @@ def test_report(
         queue_note=queue_note,
         queue_warn=queue_warn,
         responses=section.responses(plan, t.rounds, capacity),
-        temperature=temperature_of(t, target) if target is not None else None,
-        response_histogram=histogram_phase(t),
+        temperature=analysed.temperature,
+        response_histogram=analysed.histogram,
         stage=stage,
-        hosts=tuple(host_means(records)),
+        hosts=analysed.hosts,
         repeat=repeat,
-        **part_of(plan).fields(t, run_tests or (t,)),
+        **part_of(plan).fields(analysed),
     )
 
 
-def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
-    """The whole report model of a run (``generated``: the report's timestamp)."""
+def analyze(
+    run: RunData, options: ReportOptions, generated: float, analysed: AnalysedRun | None = None
+) -> Report:
+    """The whole report model of a run (``generated``: the report's timestamp;
+    ``analysed``: the run's results when the caller has them, made here if not)."""
     m = run.manifest
     run_status = m.status
     error = m.error or ""
     capacity = m.target.capacity_bytes
-    analysed = analyze_run(run)
-    triples = [
-        (test_report(t, run_status, error, capacity, a, m.target, run.tests), t, a)
-        for t, a in zip(run.tests, analysed.tests, strict=True)
-    ]
+    ar = analysed if analysed is not None else analyse_run(run)
+    triples = [(test_report(a, run_status, error, capacity), a.test, a.analysis) for a in ar.tests]
     tests = tuple(p[0] for p in triples)
     present = {t.name for t in run.tests}
     return Report(
@@ -201,7 +190,7 @@ def analyze(run: RunData, options: ReportOptions, generated: float) -> Report:
         warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
         pts=header.pts_claim(run),
-        recipes=recipe_table(run.tests),
+        recipes=recipe_table(ar.tests),
         **check_rows(run.checks),
     )
 

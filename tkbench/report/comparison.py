@@ -14,7 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tkbench.analysis import analyze_test
+from tkbench.kinds.results.analysed import AnalysedRun
+from tkbench.kinds.results.run import analyse_run
 from tkbench.outputs import compare as cmp
 from tkbench.report import analysis, fmt, header
 from tkbench.report.model import Row, TestReport
@@ -138,25 +139,27 @@ def comparison_flag(runs: Sequence[RunData]) -> str:
     return " · ".join(parts)
 
 
-def analysed_tests(run: RunData) -> dict[str, TestReport]:
-    """Every test of ``run`` that has rounds, analysed as the run's own report does."""
-    m = run.manifest
+def analysed_tests(run: RunData | AnalysedRun) -> dict[str, TestReport]:
+    """Every test of ``run`` that has rounds, analysed as the run's own report does
+    (each on its own: :func:`analyse_run` ``alone``)."""
+    ar = run if isinstance(run, AnalysedRun) else analyse_run(run, alone=True)
+    m = ar.run.manifest
     return {
-        t.name: analysis.test_report(t, m.status, m.error or "", m.target.capacity_bytes)
-        for t in run.tests
-        if t.rounds
+        a.name: analysis.test_report(a, m.status, m.error or "", m.target.capacity_bytes)
+        for a in ar.tests
+        if a.test.rounds
     }
 
 
 def headline_lines(
-    runs: Sequence[RunData], analysed: Sequence[dict[str, TestReport]]
+    runs: Sequence[AnalysedRun], analysed: Sequence[dict[str, TestReport]]
 ) -> tuple[Line, ...]:
     """The summary numbers of every run (4k random IOPS, sequential MB/s, ...) side by
     side, each run's outliers among them marked."""
     keyed: dict[tuple[str, str, str], list[float | None]] = {}
     unsteady: set[tuple[str, str, str]] = set()
     for i, (run, reps) in enumerate(zip(runs, analysed, strict=True)):
-        triples = [(reps[t.name], t, analyze_test(t)) for t in run.tests if t.name in reps]
+        triples = [(reps[a.name], a.test, a.analysis) for a in run.tests if a.name in reps]
         for h in analysis.headlines(triples):
             for direction, value in (("read", h.read), ("write", h.write)):
                 if _finite(value) is not None:
@@ -242,9 +245,10 @@ def _difference_text(d: cmp.Difference) -> str:
 
 def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
     """The comparison of ``runs`` against run 1, laid out by test."""
-    rows = cmp.compare(runs)
+    ars = [analyse_run(r, alone=True) for r in runs]  # each result computed once
+    rows = cmp.compare(ars)
     diffs = cmp.differences(runs)
-    analysed = [analysed_tests(r) for r in runs]
+    analysed = [analysed_tests(ar) for ar in ars]
     by_test: dict[str, list[Line]] = {}
     for r in rows:
         values = tuple(_finite(v) for v in r.values)
@@ -285,7 +289,7 @@ def comparison_model(runs: Sequence[RunData], generated: float) -> Comparison:
         title=f"Comparison of {len(runs)} runs",
         generated=generated,
         runs=tuple(run_column(i, r) for i, r in enumerate(runs, 1)),
-        headlines=headline_lines(runs, analysed),
+        headlines=headline_lines(ars, analysed),
         sections=tuple(sections),
         verdicts=tuple(v for sec in sections for v in sec.verdicts),
         run_differences=tuple(_difference_text(d) for d in diffs if d.test == cmp.RUN_LEVEL),

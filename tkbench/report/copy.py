@@ -6,11 +6,12 @@ pattern with every run's MB/s, their mean and deviation, and the seconds per cop
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tkbench.kinds.results.copy import NAMES, CopyRow, copy_rows
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.copy import NAMES, CopyRow, copies_in
 from tkbench.report import fmt
-from tkbench.rundir.store import TestData
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def _line(c: CopyRow) -> CopyLine:
     )
 
 
-def sentence(title: str, rows: list[CopyRow]) -> str:
+def sentence(title: str, rows: Sequence[CopyRow]) -> str:
     parts = []
     for c in rows:
         n = len(c.mb_s.runs)
@@ -64,14 +65,14 @@ def sentence(title: str, rows: list[CopyRow]) -> str:
     return f"{title}: the volume copied " + "; ".join(parts) + "."
 
 
-def copy_report(t: TestData) -> CopyReport | None:
+def copy_report(a: Analysed) -> CopyReport | None:
     """The copy part of a test's chapter (None: no copy test, or no run yet)."""
-    rows = copy_rows(t.plan, t.rounds)
+    rows = copies_in(a)
     if not rows:
         return None
     lines = tuple(_line(c) for c in rows)
     return CopyReport(
         lines=lines,
         runs=max(len(x.runs) for x in lines),
-        sentence=sentence(t.plan.title or t.name, rows),
+        sentence=sentence(a.plan.title or a.name, rows),
     )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tkbench.errors import InputError
 from tkbench.rundir.records import Manifest
+from tkbench.rundir.records.base import build
 
 PAPERS = {"a4": "A4", "letter": "Letter"}
 DEFAULT_TITLE = "SSD Performance Report"
@@ -21,6 +20,25 @@ class ReportOptions:
     organisation: str
     logo: Path | None
     paper: str
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """The run's profile's ``[report]`` table as the manifest keeps it resolved (a key
+    it lacks, or a run made before the table existed: the built-in default)."""
+
+    title: str | None = None
+    operator: str | None = None
+    organisation: str | None = None
+    logo: str | None = None
+    paper: str | None = None
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """What the report reads of the resolved profile (its other tables aside)."""
+
+    report: ReportTable = ReportTable()
 
 
 def normalise_paper(paper: str) -> str:
@@ -44,22 +62,22 @@ def resolve_options(
     A relative logo path from the profile is taken relative to the profile file.
     """
     profile = manifest.profile
-    found = profile.resolved.get("report")  # the profile's [report] table, as resolved
-    defaults: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    where = Path("manifest.json")  # the profile's [report] table, as resolved
+    defaults = build(_Resolved, dict(profile.resolved), where, "profile.resolved.").report
     logo_path: Path | None = None
     if logo is not None and str(logo):
         logo_path = Path(logo)
-    elif defaults.get("logo"):
-        logo_path = Path(str(defaults["logo"]))
+    elif defaults.logo:
+        logo_path = Path(defaults.logo)
         source = profile.source
         if not logo_path.is_absolute() and source:
             logo_path = Path(source).parent / logo_path
     return ReportOptions(
-        title=_first_text(title, defaults.get("title"), DEFAULT_TITLE),
-        operator=_first_text(operator, defaults.get("operator"), ""),
-        organisation=_first_text(organisation, defaults.get("organisation"), ""),
+        title=_first_text(title, defaults.title, DEFAULT_TITLE),
+        operator=_first_text(operator, defaults.operator, ""),
+        organisation=_first_text(organisation, defaults.organisation, ""),
         logo=logo_path,
-        paper=normalise_paper(_first_text(paper, defaults.get("paper"), "A4")),
+        paper=normalise_paper(_first_text(paper, defaults.paper, "A4")),
     )
 
 

@@ -12,12 +12,13 @@ with a chapter of its own is a :class:`Part` here and its template.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tkbench.kinds import of_plan
 from tkbench.kinds.copy import COPY
 from tkbench.kinds.replay import REPLAY
+from tkbench.kinds.results.analysed import Analysed
 from tkbench.kinds.results.copy import TITLES as COPY_SETS
 from tkbench.kinds.staged.common import Staged
 from tkbench.kinds.sweep import SWEEP
@@ -44,9 +45,10 @@ class Part:
         """The chapter's section (``base``: its stop rule's)."""
         return base
 
-    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
-        """The chapter's fields of the type's own (:class:`.model.TestReport`;
-        ``tests``: the run's, which a stage's chapter may read)."""
+    def fields(self, a: Analysed) -> dict[str, Any]:
+        """The chapter's fields of the type's own (:class:`.model.TestReport`), from
+        the test's results (``a.run_tests``: the run's, which a stage's chapter may
+        read)."""
         return {}
 
     def parameters(self, t: TestData, stop: str) -> tuple[Row, ...] | None:
@@ -59,12 +61,12 @@ class Table(Part):
     best combinations, a virtual file's nodes/s, a copy test's rows), built by the
     type's report module (:mod:`.sweep`, :mod:`.vfile`, :mod:`.copy`)."""
 
-    def __init__(self, name: str, build: Callable[[TestData], object]) -> None:
+    def __init__(self, name: str, build: Callable[[Analysed], object]) -> None:
         super().__init__(name)
         self.build = build
 
-    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
-        return {self.name: self.build(t)}
+    def fields(self, a: Analysed) -> dict[str, Any]:
+        return {self.name: self.build(a)}
 
 
 class CopyPart(Table):
@@ -89,8 +91,8 @@ class WorkloadPart(StagesPart):
     (its demand-intensity pair's chapters), and in its replay stage the chapter "Your
     workload on this drive" (:mod:`.workload`), which reads the run's other tests."""
 
-    def fields(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
-        return {self.name: workload_chapter(t, tests)}
+    def fields(self, a: Analysed) -> dict[str, Any]:
+        return {self.name: workload_chapter(a.test, a.run_tests)}
 
 
 PARTS: dict[str, Part] = {

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tkbench.analysis.repeat import Repeatability, point_repeatability, until_standing
-from tkbench.kinds.results.sweep import sweep_of
+from tkbench.analysis.repeat import Repeatability
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.sweep import sweep_in
 from tkbench.rundir.records import TestPlan
-from tkbench.rundir.store import TestData
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,11 @@ class RecipeTable:
     reading: str  # the table in words
 
 
-def _plain_fixed(t: TestData) -> bool:
+def _plain_fixed(a: Analysed) -> bool:
     """A fixed test whose rounds are repetitions (not a stage, not a sweep)."""
-    plan = t.plan
+    plan = a.plan
     return (
-        plan.kind == "fixed"
-        and not plan.procedure
-        and bool(t.rounds)
-        and sweep_of(plan, t.rounds) is None
+        plan.kind == "fixed" and not plan.procedure and bool(a.test.rounds) and sweep_in(a) is None
     )
 
 
@@ -68,12 +65,12 @@ def _row(plan: TestPlan, key: tuple[int, int], rep: Repeatability) -> RepeatRow:
     return RepeatRow(label, rep.runs, rep.mean, rep.mean_abs_dev, rep.mean_abs_dev_pct, rep.ci95)
 
 
-def repeat_part(t: TestData) -> RepeatPart | None:
+def repeat_part(a: Analysed) -> RepeatPart | None:
     """The runs of a plain fixed test (None for any other test)."""
-    if not _plain_fixed(t):
+    if not _plain_fixed(a):
         return None
-    rows = tuple(_row(t.plan, k, rep) for k, rep in point_repeatability(t.rounds).items())
-    until = until_standing(t.plan, t.rounds)
+    rows = tuple(_row(a.plan, k, rep) for k, rep in a.repeats.items())
+    until = a.until
     sentence = ""
     if until is not None:
         sentence = (
@@ -89,11 +86,11 @@ def _recipe_key(plan: TestPlan) -> tuple[object, ...]:
     return (points, wl.numjobs, wl.iodepth, wl.direct, plan.ioengine_used, wl.end_fsync)
 
 
-def recipe_table(tests: Sequence[TestData]) -> RecipeTable | None:
+def recipe_table(tests: Sequence[Analysed]) -> RecipeTable | None:
     """The recipes that ran both plainly and with an fsync after every write, a row each
     (tests of one point each); None when no recipe ran both ways."""
-    plain: dict[tuple[object, ...], TestData] = {}
-    synced: dict[tuple[object, ...], TestData] = {}
+    plain: dict[tuple[object, ...], Analysed] = {}
+    synced: dict[tuple[object, ...], Analysed] = {}
     for t in tests:
         if not _plain_fixed(t) or len(t.plan.points) != 1:
             continue
@@ -105,7 +102,7 @@ def recipe_table(tests: Sequence[TestData]) -> RecipeTable | None:
         s = synced.get(key)
         if s is None:
             continue
-        (pk, prep), (sk, srep) = (next(iter(point_repeatability(x.rounds).items())) for x in (p, s))
+        (pk, prep), (sk, srep) = (next(iter(x.repeats.items())) for x in (p, s))
         share = 100.0 * srep.mean / prep.mean if prep.mean else None
         rows.append(
             RecipeRow(

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.kinds.results.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_of
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.sweep import DEFAULT, MODES, Best, SweepResult, is_sweep, sweep_in
 from tkbench.report.fmt import sig
-from tkbench.rundir.store import TestData
 
 __all__ = ["BestRow", "SweepReport", "SweepTable", "is_sweep", "sweep_report"]
 
@@ -119,7 +119,7 @@ def model(sw: SweepResult) -> SweepReport:
     return SweepReport(tuple(tables), tuple(rows), sentence, skipped, combination(*DEFAULT))
 
 
-def sweep_report(t: TestData) -> SweepReport | None:
+def sweep_report(a: Analysed) -> SweepReport | None:
     """The sweep part of a test's chapter (None: the test is no sweep or has no round)."""
-    sw = sweep_of(t.plan, t.rounds)
+    sw = sweep_in(a)
     return None if sw is None else model(sw)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tkbench.kinds.results.vfile import Cell, Row, VfileResult, is_vfile, vfile_of
+from tkbench.kinds.results.analysed import Analysed
+from tkbench.kinds.results.vfile import Cell, Row, VfileResult, is_vfile, vfile_in
 from tkbench.report.fmt import sig
-from tkbench.rundir.store import TestData
 from tkbench.units import format_size
 
 __all__ = ["VfileReport", "VfileRow", "is_vfile", "vfile_report"]
@@ -93,7 +93,7 @@ def model(vf: VfileResult) -> VfileReport:
     return VfileReport(rows, sentence, database, writes, max(r.threads for r in vf.rows))
 
 
-def vfile_report(t: TestData) -> VfileReport | None:
+def vfile_report(a: Analysed) -> VfileReport | None:
     """The virtual-file part of a test's chapter (None: no such test, or no round)."""
-    vf = vfile_of(t.plan, t.rounds)
+    vf = vfile_in(a)
     return None if vf is None else model(vf)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkbench.analysis.repeat import Repeatability, repeatability
 from tkbench.rundir.records import Round, TestPlan
+
+if TYPE_CHECKING:
+    from tkbench.kinds.results.analysed import Analysed
 
 MB = 1e6
 ROLE = "copy"
@@ -80,3 +83,16 @@ def copy_rows(plan: TestPlan, rounds: Sequence[Round]) -> list[CopyRow] | None:
                 )
             )
     return rows
+
+
+@dataclass(frozen=True)
+class CopyRows:
+    """A copy test's rows, as its type's own result (:attr:`Analysed.own`)."""
+
+    rows: tuple[CopyRow, ...]
+
+
+def copies_in(a: Analysed) -> tuple[CopyRow, ...] | None:
+    """A copy test's rows as its analysis keeps them (None: not one, or no run yet):
+    :func:`copy_rows`, computed once per test."""
+    return a.own.rows if isinstance(a.own, CopyRows) else None

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkbench.rundir.records import Round, TestPlan
+
+if TYPE_CHECKING:
+    from tkbench.kinds.results.analysed import Analysed
 
 ROLE = "sweep"
 
@@ -238,3 +241,9 @@ def sweep_of(plan: TestPlan, rounds: Sequence[Round]) -> SweepResult | None:
     planned = {(p.bs, p.iodepth) for p in plan.points}
     skipped = [(s, n) for s in sizes for n in counts if (s, n) not in planned]
     return result(cells, sizes, counts, skipped)
+
+
+def sweep_in(a: Analysed) -> SweepResult | None:
+    """A test's sweep result as its analysis keeps it (None: not a sweep, or no round
+    yet): :func:`sweep_of`, computed once per test."""
+    return a.own if isinstance(a.own, SweepResult) else None

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkbench.rundir.records import Round, TestPlan
+
+if TYPE_CHECKING:
+    from tkbench.kinds.results.analysed import Analysed
 
 ROLE = "vfile"
 
@@ -180,3 +183,9 @@ def vfile_of(plan: TestPlan, rounds: Sequence[Round]) -> VfileResult | None:
             Row(op, OPERATIONS[op].title, threads, cells) for (op, threads), cells in rows.items()
         ),
     )
+
+
+def vfile_in(a: Analysed) -> VfileResult | None:
+    """A test's virtual-file result as its analysis keeps it (None: not one, or no round
+    yet): :func:`vfile_of`, computed once per test."""
+    return a.own if isinstance(a.own, VfileResult) else None
