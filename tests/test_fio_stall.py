@@ -4,6 +4,7 @@ and, whatever the cause, the run fails within a bound and resumes (the watchdog)
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests._helpers import FAST, STAGED_OFF
+from tkbench.conformance import judge_run
 from tkbench.emulator import check_nbdkit
 from tkbench.fio import jobfile
 from tkbench.fio.runner import FioStalled, LocalFio, Progress, ThreadActivity
@@ -293,6 +295,35 @@ def _stopped(pid: int) -> bool:
         return False
 
 
+def _stop_fio_once(args: list[str], ready: Path) -> str:
+    """Run tkbench (``args``); once ``ready`` exists, stop (SIGSTOP) every fio it runs
+    then (the round or part under way, and one started ahead), once; return its
+    stderr once it has exited 0."""
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        limit = time.monotonic() + 240
+        stopped: list[int] = []
+        while not stopped:
+            while not ready.exists():
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < limit, f"no {ready.name} in 240 s"
+                time.sleep(0.05)
+            for pid in _fio_children(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped = [pid for pid in _fio_children(proc.pid) if _stopped(pid)]
+            assert proc.poll() is None, proc.communicate()
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, err
+    return err
+
+
 @pytest.mark.fio
 def test_a_round_that_stalls_once_is_run_again_and_the_run_completes(tmp_path: Path) -> None:
     """fio itself stopped (SIGSTOP: none of its threads runs, as in fio 3.33's hang in its
@@ -309,28 +340,7 @@ def test_a_round_that_stalls_once_is_run_again_and_the_run_completes(tmp_path: P
     args = [sys.executable, "-c", LAUNCH, *base, "--size", "64M", "--out", str(out)]
     for s in sets:
         args += ["--set", s]
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        limit = time.monotonic() + 240
-        stopped: list[int] = []
-        while not stopped:  # every fio under way (the round, and one started ahead)
-            while not (out / "tests" / "iops" / "rounds" / "0001.json").exists():
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() < limit, "no round in 240 s"
-                time.sleep(0.05)
-            for pid in _fio_children(proc.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
-            stopped = [pid for pid in _fio_children(proc.pid) if _stopped(pid)]
-            assert proc.poll() is None, proc.communicate()
-        _, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    assert proc.returncode == 0, err
+    err = _stop_fio_once(args, out / "tests" / "iops" / "rounds" / "0001.json")
     run = load_run(out)
     assert run.manifest.status == "complete"
     test = run.test("iops")
@@ -344,3 +354,46 @@ def test_a_round_that_stalls_once_is_run_again_and_the_run_completes(tmp_path: P
     n = retried[0].split("round=")[1].split()[0]
     assert f"running round {n} again" in (out / "events.log").read_text()
     assert any(f"Round {n}'s fio stalled" in note for note in test.plan.notes)
+
+
+ONLY_XSR = [f"tests.{t}.enabled=false" for t in ("iops", "throughput", "latency", "wsat")]
+ONLY_XSR += ["tests.hir.enabled=false", "tests.cbw.enabled=false", "tests.dirth.enabled=false"]
+
+
+@pytest.mark.fio
+def test_a_stage_part_that_stalls_once_runs_again_after_a_lead_in(tmp_path: Path) -> None:
+    """XSR runs in parts (one fio per access group); fio stopped once during part 2
+    (and part 3, started ahead): the watchdog stops it and the engine runs part 2
+    again as a resume would, after part 1 as a lead-in; the run completes, the stall
+    is kept and told.  Before the retry, this run failed with exit 4."""
+    out = tmp_path / "run"
+    sets = [o for o in FAST if not o.startswith("tests.xsr.groups")] + ONLY_XSR
+    sets.append('tests.xsr.groups=["128k sequential 1s", "4k random 1s", "128k sequential 1s"]')
+    args = [sys.executable, "-c", LAUNCH, "run", "--profile", "quick", "--yes", "--no-report"]
+    args += ["--target", str(tmp_path / "t.img"), "--size", "32M", "--out", str(out)]
+    for s in sets:
+        args += ["--set", s]
+    parts = out / "tests" / "xsr" / "rounds" / "0001.parts"
+    err = _stop_fio_once(args, parts / "01.json")
+    assert sorted(p.name for p in parts.glob("0*.json")) == ["01.json", "02.json", "03.json"]
+    (lead_in,) = parts.glob("lead-in-*-01.json")  # part 1 again, right before part 2
+    second = json.loads((parts / "02.json").read_text())
+    assert json.loads(lead_in.read_text())["ended"] <= second["started"] + 1.0
+    failed = list((out / "tests" / "xsr" / "failed").glob("*.json"))
+    assert failed and all("fio stalled" in f.read_text() for f in failed)
+    retried = [ln for ln in err.splitlines() if "round retry test=xsr" in ln]
+    assert len(retried) == 1 and "part 2 of 3 of round 1: fio stalled" in retried[0], err
+    assert "running part 2 of 3 of round 1 again" in (out / "events.log").read_text()
+    run = load_run(out)
+    assert run.manifest.status == "complete"
+    test = run.test("xsr")
+    assert any("Part 2 of 3 of round 1's fio stalled" in n for n in test.plan.notes)
+    assert len(test.rounds) == 1 and len(test.rounds[0].points) == 3
+    assert test.rounds[0].points[1].job == second["points"][0]["job"]
+    assert test.plan.stalled_parts == (2,)
+    departures = judge_run(run).departures
+    (split,) = [d for d in departures if d.requirement == "stage run without a break"]
+    assert split.actual == (
+        "part 2's fio stalled and was stopped; part 1 ran again as a lead-in (its first "
+        "record stands), directly followed by part 2"
+    )

@@ -61,6 +61,8 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
             split = _resumed_in_parts(r, run.test(r.test))
             if split is not None:
                 per_test[r.test].append(split)
+    for t in run.tests:
+        per_test[t.name] += [_stalled_part(t, k) for k in t.plan.stalled_parts]
     present = {t.name for t in run.tests}
     profile_tests, skipped = _stored_tests(m)
     for name in m.tests:
@@ -113,6 +115,25 @@ def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
         "stage run without a break",
         "its stimuli one after the other, without an interruption",
         f"interrupted and resumed: {before} measured before the interruption; {after}",
+        t.plan.title or t.name,
+    )
+
+
+def _stalled_part(t: TestData, k: int) -> Departure:
+    """Part ``k`` of a stage run in parts, whose fio stalled and was stopped, ran again:
+    the PTS runs the stage without a break (tkbench.engine.parts)."""
+    if k > 1 and t.plan.points[k - 1].role != "prewrite":
+        again = (
+            f"part {k - 1} ran again as a lead-in (its first record stands), directly "
+            f"followed by part {k}"
+        )
+    else:
+        again = f"part {k} ran again"
+    return Departure(
+        t.name,
+        "stage run without a break",
+        "its stimuli one after the other, without an interruption",
+        f"part {k}'s fio stalled and was stopped; {again}",
         t.plan.title or t.name,
     )
 

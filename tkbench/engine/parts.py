@@ -1,8 +1,9 @@
 """A stage run in parts (``PlannedTest.in_parts``): its one long round as one fio per
 point, each started ahead of the one before it ends and held by the hand-off
 (:mod:`tkbench.engine.pipeline`), so the points follow each other as closely as in one
-fio run, and each stored as it ends (``rounds/0001.parts/``); on a resume, the lead-in
-that lets the next part follow its stimulus as planned (docs/resume.md)."""
+fio run, and each stored as it ends (``rounds/0001.parts/``); on a resume, or after a
+part's fio stalled, the lead-in that lets the next part follow its stimulus as planned
+(docs/resume.md)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import math
 
 from tkbench.engine import clock, events
 from tkbench.engine.pipeline import Pipeline, RoundRun, ahead_of, last_point_done, stop_runs
+from tkbench.engine.rounds import stalled_once
 from tkbench.engine.state import TestState
 from tkbench.engine.state import written as written_of
 from tkbench.engine.steps import Steps
 from tkbench.fio.results import tracking_values
+from tkbench.fio.runner import FioStalled
 from tkbench.plan.model import PlannedTest
 from tkbench.rundir.records import Round
 
@@ -33,6 +36,29 @@ def parts_kept(steps: Steps, test: PlannedTest) -> int:
 
 
 def run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
+    """The one round of a stage run in parts (:func:`_run_parts`).  A part whose fio
+    stalled (fio up to 3.34 can hang in its last reaping: :class:`FioStalled`) is run
+    again once, as a resume would run it: after the part before it as a lead-in (not
+    before a pre-write), so that it follows its stimulus as planned; the stall is said
+    as a round's is (:func:`tkbench.engine.rounds.stalled_once`) and the lead-in kept
+    as evidence; a second stall of the same part fails the run, which ``--resume``
+    continues."""
+    stalled: set[int] = set()  # parts whose fio stalled once (and ran again)
+    while True:
+        try:
+            _run_parts(steps, pipeline, state)
+            return
+        except FioStalled as exc:  # stopped by the watchdog, kept in failed/
+            k = len(steps.store.load_parts(state.test.name)) + 1  # the part it was at
+            if k in stalled:
+                raise
+            stalled.add(k)
+            what = f"part {k} of {len(state.test.points)} of round 1"
+            stalled_once(steps, state.test, what, 1, exc)
+            steps.store.add_stalled_part(state.test.name, k)
+
+
+def _run_parts(steps: Steps, pipeline: Pipeline, state: TestState) -> None:
     """The one round of a stage run in parts: its parts not yet stored, one fio each,
     each started ahead of the one before it ends.  Once all are stored they form the
     round, the record one fio run would have made, appended to ``state.rounds``; the

@@ -17,6 +17,23 @@ from tkbench.engine.pipeline import Pipeline, RoundRun, last_point_done, stop_ru
 from tkbench.engine.state import TestState
 from tkbench.engine.steps import Steps
 from tkbench.fio.runner import FioStalled
+from tkbench.plan.model import PlannedTest
+
+
+def stalled_once(steps: Steps, test: PlannedTest, what: str, n: int, exc: FioStalled) -> None:
+    """``what`` of ``test`` (its round ``n``, or a part of its one round ``n``) stalled
+    for the first time and was stopped: say so where the user, the run's log and its
+    report see it, before it runs again."""
+    why = str(exc).split(" [command:", 1)[0]
+    steps.store.log(f"test {test.name}: {what}: {why}; running {what} again")
+    detail = why.removeprefix("fio stalled: ").removesuffix("; stopped it")
+    steps.store.add_test_note(
+        test.name,
+        f"{what[:1].upper()}{what[1:]}'s fio stalled ({detail}) and was stopped; "
+        f"{what} was run again (what fio printed is kept in failed/).",
+    )
+    reason = why if what == f"round {n}" else f"{what}: {why}"
+    steps.progress.event(events.RoundRetried(test, n, reason))
 
 
 class RoundLoop:
@@ -110,19 +127,10 @@ class RoundLoop:
         return reason
 
     def stalled_once(self, state: TestState, n: int, exc: FioStalled) -> None:
-        """Round ``n``'s fio stalled for the first time: say so where the user, the run's
-        log and its report see it; the loop then runs the round again (after an idle
-        gap's new segment, when the stall was that long: :meth:`after_idle`)."""
-        test, store = state.test, self.steps.store
-        why = str(exc).split(" [command:", 1)[0]
-        store.log(f"test {test.name}: round {n}: {why}; running round {n} again")
-        detail = why.removeprefix("fio stalled: ").removesuffix("; stopped it")
-        store.add_test_note(
-            test.name,
-            f"Round {n}'s fio stalled ({detail}) and was stopped; the round was run again "
-            "(what fio printed is kept in failed/).",
-        )
-        self.steps.progress.event(events.RoundRetried(test, n, why))
+        """Round ``n``'s fio stalled for the first time: say so (:func:`stalled_once`);
+        the loop then runs the round again (after an idle gap's new segment, when the
+        stall was that long: :meth:`after_idle`)."""
+        stalled_once(self.steps, state.test, f"round {n}", n, exc)
 
     def after_idle(self, state: TestState) -> None:
         """A gap between rounds longer than ``resume_gap`` (the machine was suspended,

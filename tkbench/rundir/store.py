@@ -28,7 +28,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -251,11 +251,21 @@ class RunStore:
     def add_test_note(self, test: str, note: str) -> None:
         """One more of the test's notes in its ``test.json`` (the report lists them): what
         happened while it ran that its reader should know (a round run again)."""
+        self._update_plan(test, lambda plan: replace(plan, notes=(*plan.notes, note)))
+
+    def add_stalled_part(self, test: str, part: int) -> None:
+        """Part ``part`` of the test's stage run in parts stalled and runs again
+        (``stalled_parts`` in its ``test.json``: the conformance judgement reads it)."""
+        self._update_plan(
+            test, lambda plan: replace(plan, stalled_parts=(*plan.stalled_parts, part))
+        )
+
+    def _update_plan(self, test: str, change: Callable[[TestPlan], TestPlan]) -> None:
         path = self.test_dir(test) / "test.json"
         context = Context(target_kind=self.manifest().target.kind)
         plan = _read_optional(path, TestPlan, context)
         if plan is not None:
-            write_record(path, replace(plan, notes=(*plan.notes, note)))
+            write_record(path, change(plan))
 
     def save_phase(
         self,
@@ -317,8 +327,8 @@ class RunStore:
         return parts
 
     def save_lead_in(self, test: str, number: int, record: Round, raw: str, jobfile: str) -> None:
-        """Part ``number`` run again after a resume, as the lead-in of the part after
-        it (``lead-in-<time>-NN.*``): kept as evidence, never read as the part."""
+        """Part ``number`` run again after a resume or a stall of the part after it, as
+        that part's lead-in (``lead-in-<time>-NN.*``): kept as evidence, never read as the part."""
         d = self._parts_dir(test)
         stem = f"lead-in-{time.strftime('%Y%m%dT%H%M%S')}-{number:02d}"
         write_atomic(d / f"{stem}.fio", jobfile)

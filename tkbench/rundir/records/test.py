@@ -128,6 +128,9 @@ class TestPlan(Record):
     repeat_max: int = field(default=0, metadata=OMIT)
     # a virtual-file test (tkbench.kinds.vfile): bytes per node, for its nodes per second
     node_size: int = field(default=0, metadata=OMIT)
+    # a stage run in parts: the parts whose fio stalled and which ran again (after the
+    # part before them as a lead-in: tkbench.engine.parts), each once
+    stalled_parts: tuple[int, ...] = field(default=(), metadata=OMIT)
     # a replay test (tkbench.kinds.replay): the captured workload's reduction (the
     # JSON of ``tkbench capture show --json`` without its schema)
     capture: Mapping[str, Any] = field(default_factory=dict, metadata=OMIT)
