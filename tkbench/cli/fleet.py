@@ -259,11 +259,13 @@ def _finish(
             slots.close()
     if not args.no_report:
         code = _comparison(root, record, code)
-    summary = fleetmod.fleet_summary(root)
+    from tkbench.fleet.summary import fleet_summary, format_fleet  # the test types, only now
+
+    summary = fleet_summary(root)
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
-        info(fleetmod.format_fleet(summary))
+        info(format_fleet(summary))
     if fleetmod.unfinished(root, record):
         info(f"resume every unfinished run: {command_name()} run --resume {shlex.quote(str(root))}")
     return code
@@ -361,11 +363,13 @@ def dispatch_plan(
 def dispatch_show(args: argparse.Namespace) -> int | None:
     if not fleetmod.is_fleet(args.run_dir) or (args.run_dir / "manifest.json").exists():
         return None
-    summary = fleetmod.fleet_summary(args.run_dir)
+    from tkbench.fleet.summary import fleet_summary, format_fleet  # the test types, only now
+
+    summary = fleet_summary(args.run_dir)
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
-        say(fleetmod.format_fleet(summary))
+        say(format_fleet(summary))
     return 0
 
 

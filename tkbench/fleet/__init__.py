@@ -6,7 +6,9 @@ plan says of the host (:mod:`.host`), the children started, watched and signalle
 (:mod:`.supervisor`), their reports rendered a few at a time (:mod:`.reports`), their
 exit codes (:mod:`.outcomes`), ``fleet.json`` (:mod:`.record`), the summary
 (:mod:`.summary`) and each drive's progress read from its lines (:mod:`.progress`).
-What the CLI and the tests use is re-exported here.
+What the CLI and the tests use is re-exported here, but the summary: it reads the
+runs' results through the test types, which a command that only starts a fleet
+(or ``--help``) need not load.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from tkbench.fleet.record import (
     unfinished,
 )
 from tkbench.fleet.reports import REPORTS_ENV, ReportSlots, default_jobs, report_turn
-from tkbench.fleet.summary import fleet_summary, format_fleet
 from tkbench.fleet.supervisor import PARENT_ENV, Child, Fleet, bind_to_parent, child_command
 from tkbench.fleet.together import check_together, reach, sized
 
@@ -55,8 +56,6 @@ __all__ = [
     "exit_code_of",
     "fields",
     "fio_jobs",
-    "fleet_summary",
-    "format_fleet",
     "is_fleet",
     "line_kind",
     "new_record",
