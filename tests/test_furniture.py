@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import os
 import shutil
@@ -124,46 +125,37 @@ def test_the_demo_names_tkbench_as_the_user_should_type_it(
     assert command_name(str(real)) == str(real)
 
 
-def test_help_and_a_bad_option_do_not_load_the_engine_or_the_plotting() -> None:
-    """--help and an argument error answer without importing the engine or matplotlib:
-    what they print needs neither.  (numpy and the test types still come in: the
-    capture command's module reads workload files with numpy, and the profile package
-    loads the kinds.)"""
-    for argv in (["--help"], ["run", "--no-such-option"]):
-        code = (
-            "import runpy, sys\n"
-            f"sys.argv = ['tkbench', *{argv!r}]\n"
-            "try:\n"
-            "    runpy.run_module('tkbench', run_name='__main__')\n"
-            "except SystemExit:\n"
-            "    pass\n"
-            "loaded = [m for m in ('matplotlib', 'tkbench.engine') if m in sys.modules]\n"
-            "sys.stderr.write(f'LOADED {loaded}\\n')\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
-        )
-        assert "LOADED []" in done.stderr, (argv, done.stderr[-500:])
+def _loaded_by(argv: list[str], modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a ``tkbench`` command line imports (in a fresh interpreter)."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['tkbench', *{argv!r}]\n"
+        "try:\n"
+        "    runpy.run_module('tkbench', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"loaded = [m for m in {modules!r} if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {loaded!r}\\n')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    line = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stderr[-500:]
+    return list(ast.literal_eval(line[-1].removeprefix("LOADED ")))
 
 
-def test_help_and_a_bad_option_do_not_load_the_test_types() -> None:
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--no-such-option"]])
+def test_help_and_a_bad_option_load_neither_the_engine_nor_the_numerics(argv: list[str]) -> None:
+    """--help and an argument error answer without importing the engine, matplotlib or
+    numpy: what they print needs none of them (the capture command imports the
+    workload reader, numpy's user, when it runs)."""
+    assert _loaded_by(argv, ("matplotlib", "numpy", "tkbench.engine")) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--no-such-option"]])
+def test_help_and_a_bad_option_do_not_load_the_test_types(argv: list[str]) -> None:
     """--help and an argument error answer without importing the test types
-    (tkbench.kinds) or what asks them (the profile loader, the planner): the profile
-    package exports its model, not its loader, and ``tkbench plan`` asks the plan it
-    gets to describe itself."""
+    (tkbench.kinds) or what asks them (the profile loader, the planner, the fleet's
+    summary): the profile package exports its model, not its loader, and ``tkbench
+    plan`` asks the plan it gets to describe itself."""
     heavy = ("tkbench.kinds", "tkbench.profile.build", "tkbench.plan.build")
-    for argv in (["--help"], ["run", "--no-such-option"]):
-        code = (
-            "import runpy, sys\n"
-            f"sys.argv = ['tkbench', *{argv!r}]\n"
-            "try:\n"
-            "    runpy.run_module('tkbench', run_name='__main__')\n"
-            "except SystemExit:\n"
-            "    pass\n"
-            f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
-            "sys.stderr.write(f'LOADED {loaded}\\n')\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
-        )
-        assert "LOADED []" in done.stderr, (argv, done.stderr[-500:])
+    assert _loaded_by(argv, (*heavy, "tkbench.fleet.summary")) == []

@@ -1,5 +1,7 @@
 """``tkbench capture``: record a block device's I/O into a workload file, and
-``tkbench capture show FILE``: print one.  The work is done by :mod:`tkbench.workload`."""
+``tkbench capture show FILE``: print one.  The work is done by :mod:`tkbench.workload`,
+which the two commands import when they run (it reads traces with numpy, which
+``--help`` and the other commands need not load)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tkbench.cli.options import Parser, path_arg, text_arg
 from tkbench.cli.support import SESSION, info, say, warn
@@ -18,8 +20,10 @@ from tkbench.cli.terminal import printable
 from tkbench.errors import InputError
 from tkbench.outputs.files import check_output
 from tkbench.units import format_duration, format_size, human_bytes
-from tkbench.workload import capture as capturemod
-from tkbench.workload import tkw
+
+if TYPE_CHECKING:
+    from tkbench.workload.capture import Progress
+    from tkbench.workload.tkw import Workload
 
 # the JSON of ``capture show --json``; a new key is no new version, a changed one is
 SHOW_SCHEMA = 1
@@ -68,6 +72,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
     missing = [f"--{k}" for k in ("device", "duration", "out") if getattr(args, k) is None]
     if missing:
         raise InputError(f"capture needs {', '.join(missing)} (or: tkbench capture show FILE)")
+    from tkbench.workload import capture as capturemod
+    from tkbench.workload import tkw
+
     dev = capturemod.device(args.device)
     seconds = capturemod.duration(args.duration)
     out: Path = args.out
@@ -90,7 +97,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _bar(seconds: float) -> Iterator[capturemod.Progress | None]:
+def _bar(seconds: float) -> Iterator[Progress | None]:
     """A progress bar redrawn in place on a terminal (none under -q or elsewhere)."""
     if SESSION.quiet or not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
         yield None
@@ -112,7 +119,7 @@ def _bar(seconds: float) -> Iterator[capturemod.Progress | None]:
         sys.stderr.flush()
 
 
-def show_json(workload: tkw.Workload, path: Path) -> dict[str, Any]:
+def show_json(workload: Workload, path: Path) -> dict[str, Any]:
     """The document of ``capture show --json``."""
     red = workload.header["reduction"]  # as the file holds it
     head = workload.info
@@ -130,6 +137,8 @@ def show_json(workload: tkw.Workload, path: Path) -> dict[str, Any]:
 
 
 def cmd_capture_show(args: argparse.Namespace) -> int:
+    from tkbench.workload import tkw
+
     workload = tkw.load(args.file)
     if args.json:
         print(json.dumps(show_json(workload, args.file), indent=1))
@@ -138,7 +147,7 @@ def cmd_capture_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_workload(workload: tkw.Workload) -> str:
+def format_workload(workload: Workload) -> str:
     red = workload.reduction
     dev = workload.info.device
     qd, gap = red.queue_depth, red.interarrival_us
