@@ -38,7 +38,7 @@ from tkbench.emulator.ssdmodel import (
     parse_size,
 )
 from tkbench.errors import DeviceError, InputError, ToolMissingError
-from tkbench.targets import nbd
+from tkbench.targets import nbd, open_target
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -591,6 +591,35 @@ def test_injected_disconnect(emu: Any) -> None:
 
 # ---------------------------------------------------------------------------
 # launcher and command line
+
+
+def test_an_emulated_drive_is_named_by_its_parameters_not_by_its_socket(emu: Any) -> None:
+    """The demo starts its emulator on a new socket each time: the drive a run records
+    (its serial, what the history files runs under) is the emulated drive's capacity,
+    seed and model, so two runs of the same drive are one drive and another drive is
+    another."""
+
+    def serial(e: Emulator, export: str = "") -> str:
+        uri = f"nbd+unix:///{export}?socket={e.socket_path}"
+        return str(open_target(uri).identity["serial"])
+
+    first, again = emu("16M", seed=1), emu("16M", seed=1)
+    assert first.socket_path != again.socket_path
+    assert serial(first) == serial(again) == "tkbench-emu-16MiB-s1"
+    # asked for by its name, it is the same drive; a name of another drive is refused
+    assert serial(first, "tkbench-emu-16MiB-s1") == serial(first)
+    with pytest.raises(InputError, match="refused the export 'tkbench-emu-16MiB-s2'"):
+        serial(first, "tkbench-emu-16MiB-s2")
+    # injected faults and data keeping are not the drive
+    assert serial(emu("16M", seed=1, error_after=600.0, store_data=False)) == serial(first)
+    others = [emu("16M", seed=2), emu("32M", seed=1), emu("16M", seed=1, over_provisioning=0.2)]
+    names = {serial(e) for e in [first, *others]}
+    assert len(names) == 4, names
+    # the name nbdkit's side serves is the one tkbench's side computes (0 there is 0.0)
+    assert (
+        serial(emu("16M", seed=1, idle_ms=0))
+        == EmulatorConfig.create(capacity="16M", seed=1, idle_ms=0).export_name()
+    )
 
 
 def test_missing_nbdkit_says_what_to_install() -> None:

@@ -20,6 +20,7 @@ from tkbench import cli
 from tkbench import fleet as fleetmod
 from tkbench.cli.options import given
 from tkbench.errors import RunDirError
+from tkbench.rundir.records.run import DeviceFacts
 from tkbench.rundir.store import load_run
 
 TK = [sys.executable, "-m", "tkbench"]
@@ -329,10 +330,12 @@ def test_the_worst_exit_code_wins() -> None:
 
 
 def test_run_directory_names_are_unique_and_safe() -> None:
-    ident = {"model": "Samsung PM1733", "serial": "S4X/1"}
+    ident = DeviceFacts(model="Samsung PM1733", serial="S4X/1")
     assert fleetmod.run_name("/dev/nvme0n1", "block", ident) == "Samsung_PM1733-S4X_1"
-    assert fleetmod.run_name("/x/t.img", "file", {}) == "t.img"
-    assert fleetmod.run_name("nbd+unix:///?socket=/tmp/s.sock", "nbd", {}) == "s.sock"
+    unknown = DeviceFacts(model="unknown", serial="unknown")
+    assert fleetmod.run_name("/dev/nvme0n1", "block", unknown) == "nvme0n1"
+    assert fleetmod.run_name("/x/t.img", "file", DeviceFacts()) == "t.img"
+    assert fleetmod.run_name("nbd+unix:///?socket=/tmp/s.sock", "nbd", DeviceFacts()) == "s.sock"
     assert fleetmod.unique(["t", "t", "t-2", "u"]) == ["t", "t-2", "t-2-2", "u"]
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tkbench.emulator import check_nbdkit, start_emulator
 from tkbench.errors import DeviceError, InputError, ToolMissingError
-from tkbench.targets import nbd
+from tkbench.targets import nbd, open_target
 
 MIB = 1024 * 1024
 
@@ -65,6 +65,16 @@ def memory_uri(nbdkit: str, sockdir: str) -> Iterator[str]:
 def emulator(nbdkit: str, sockdir: str) -> Iterator[str]:
     with start_emulator(os.path.join(sockdir, "emu.sock"), "64M", seed=3) as emu:
         yield emu.uri
+
+
+def test_a_servers_export_keeps_its_identity(memory_uri: str) -> None:
+    """Only the bundled emulator's exports are named by the drive (tests/test_emulator.py):
+    another server's default export stays its server's socket, a named one its name on
+    the socket, as run directories and histories have them."""
+    sock = nbd.parse_uri(memory_uri).socket
+    assert open_target(memory_uri).identity["serial"] == f"default export on {sock}"
+    named = f"nbd+unix:///disk1?socket={sock}"
+    assert open_target(named).identity["serial"] == f"export 'disk1' on {sock}"
 
 
 # ---------------------------------------------------------------------------

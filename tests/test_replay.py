@@ -186,6 +186,36 @@ def test_the_plan_names_the_stages_and_the_applied_mix(
     assert "percentage_random=" in jobs and "bssplit=4096/" in jobs
 
 
+def test_the_plan_lists_the_rwsw_departures_as_it_lists_the_pts_ones(
+    captured: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """What page 1 of the run's report will list, known before the run (as the PTS's)."""
+    path, _ = captured
+    argv = ["plan", "--profile", "rwsw", "--workload", str(path), "--target",
+            str(tmp_path / "t.img"), "--size", "32M", *sets()]  # fmt: skip
+    done = tkbench(*argv, "--no-jobs")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.split("This plan departs from SNIA RWSW", 1)[1].splitlines()
+    assert said[0].endswith("in 2 points:"), said[0]
+    assert said[1] == "  Captured workload: the captured trace replayed:"
+    assert said[3] == "  Captured workload: the applied workload to steady state:"
+    assert said[2].strip().startswith(
+        "IO capture with completions: the capture holds no completions"
+    ) and said[2].endswith(
+        "(RWSW: the queue depths of the capture (each IO's issue and completion))"
+    )
+    assert said[4].strip().startswith("IO streams as the test stimulus: the streams holding")
+    data = json.loads(tkbench(*argv, "--json").stdout)
+    assert [d["requirement"] for d in data["rwsw"]] == [
+        "IO capture with completions",
+        "IO streams as the test stimulus",
+    ]
+    # a plan without a replay says nothing of RWSW
+    quick = ["plan", "--profile", "quick", "--target", str(tmp_path / "t.img"), "--size", "32M"]
+    assert "RWSW" not in tkbench(*quick, "--no-jobs").stdout
+    assert "rwsw" not in json.loads(tkbench(*quick, "--json").stdout)
+
+
 # rwsw with the PTS IOPS test beside it (two block sizes, two mixes), as a lab would
 # run both in one run to set the workload beside the drive's PTS numbers
 WITH_IOPS = """

@@ -84,7 +84,9 @@ def chapters(text: str, shown: dict[str, Any]) -> dict[str, str]:
     starts = []
     for t in shown.values():
         words = r"\s+".join(re.escape(w) for w in t["title"].split())  # a heading may wrap
-        found = re.compile(words + r"\s").search(text, pos + 1)
+        # a heading is a line of its own, with its badge (the set-up's list of
+        # departures names the tests too, within its lines)
+        found = re.compile(rf"(?m)^{words}(?: [A-Z][A-Z ]*)?$").search(text, pos + 1)
         assert found is not None, t["title"]
         pos = found.start()
         starts.append(pos)

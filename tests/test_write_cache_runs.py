@@ -352,7 +352,7 @@ def test_a_file_target_records_the_departure(tmp_path: Path, fakes: FakeTools) -
         "NOT disabled as the profile asks: a regular file has no drive write cache of its own"
     )
     run = load_run(tmp_path / "run")
-    # quick claims PTS-E: the first page lists it among the departures, and only there
+    # quick claims PTS-E: the report lists it among the departures, and only there
     (cache,) = [
         d for d in judge_run(run, rec).departures if d.requirement == "volatile write cache"
     ]

@@ -21,6 +21,7 @@ from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
 from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
 from tkbench.cli.terminal import printable
+from tkbench.conformance import rwsw
 from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from tkbench.fleet.reports import report_turn
 
@@ -59,6 +60,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # the plan shows where a run keeps its markers (handoff.private_dir), not a real path
     handoff = jobfile.Handoff("XDG_RUNTIME_DIR/tkbench-handoff-RUN/handoff")
     pts = judge_plan(plan, target.write_cache_absent())
+    planned = [(t.record(), None) for t in plan.tests]
+    replayed = rwsw.lines(planned, planned=True)
     if args.json:
         data = plan.to_json(args.assume_mbps * 1e6)
         if not args.no_jobs:
@@ -71,10 +74,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 }
         data["write_cache"] = target.write_cache_plan(plan.profile.workload.write_cache)
         data["pts"] = pts.to_dict()
+        if replayed:
+            data["rwsw"] = [d.to_dict() for d in rwsw.departures(planned, planned=True)]
         print(json.dumps(data, indent=1))
         return 0
     say(_with_write_cache(plan.describe(args.assume_mbps * 1e6), plan, target))
     say("\n" + "\n".join(pts.lines()))
+    if replayed:
+        say("\n" + "\n".join(replayed))
     if not args.no_jobs:
         for t in plan.tests:
             opts = target.fio_options(t.spec.workload.ioengine)

@@ -9,7 +9,7 @@ never counted; a limit a plan may break (``plan_only``) departs in a run only if
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tkbench.conformance import requirements as table
@@ -30,6 +30,17 @@ from tkbench.rundir.records import TestPlan
 
 # the stages of the tests beyond the basic four that start with a purge
 PURGED = ("precondition", "groups")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A planned or run test as the judge takes it: its ``test.json`` and what only a
+    plan or only a run can tell of it."""
+
+    plan: TestPlan
+    departures: Sequence[Departure] = ()  # its purge; a run's: cut short, how it ended
+    histogram: float | None = 0.0  # its response-time histogram phase, s (table.Ctx)
+    finished: bool = True  # False: a run's test without a result (how it ended is said)
 
 
 @dataclass
@@ -95,39 +106,34 @@ def _group(
 
 def judge(
     variant: str | None,
-    plans: Sequence[TestPlan],
+    tests: Sequence[Judged],
     profile_tests: Sequence[str],
     skipped: Mapping[str, str],
     capacity: int,
     sector: int,
     planned: bool,
     run_wide: Sequence[Departure],
-    per_test: Mapping[str, Sequence[Departure]],
-    histograms: Mapping[str, float | None],
-    unfinished: Set[str],
 ) -> Judgement:
     """Apply the table to the tests of a plan or run.
 
-    ``plans``: their test.json records; ``profile_tests``: the profile's test sections
-    (a PTS test there without a planned test was skipped: ``skipped`` says why);
-    ``run_wide`` and ``per_test`` (by the run's test name): what only a plan or only a
-    run can tell (purge, write cache, cut short, how it ended); ``histograms``: the
-    response-time histogram phase of each test, planned or recorded (table.Ctx);
-    ``unfinished``: a run's tests without a result (how they ended is said instead).
+    ``tests``: each with what only a plan or a run tells of it; ``profile_tests``: the
+    profile's test sections (a PTS test there without a planned test was skipped:
+    ``skipped`` says why); ``run_wide``: what only a plan or a run can tell of them all
+    (the write cache).
     """
     if variant is None or variant not in VARIANTS:
         return Judgement(None, planned=planned)
     var = VARIANTS[variant]
 
-    def context(p: TestPlan, ref: object) -> table.Ctx:
-        seconds = histograms.get(p.name, 0.0)
-        return table.Ctx(p, var, ref, capacity, planned, seconds, p.name not in unfinished)
+    def context(t: Judged, ref: object) -> table.Ctx:
+        return table.Ctx(t.plan, var, ref, capacity, planned, t.histogram, t.finished)
 
     out = Collect()
     out.items += run_wide
-    by_spec: dict[str, list[TestPlan]] = {}
-    for p in plans:
-        by_spec.setdefault(p.spec or p.name, []).append(p)
+    plans = [t.plan for t in tests]
+    by_spec: dict[str, list[Judged]] = {}
+    for t in tests:
+        by_spec.setdefault(t.plan.spec or t.plan.name, []).append(t)
     judged: list[str] = []
     for ref in TESTS:
         mine = by_spec.get(ref.name, [])
@@ -135,38 +141,30 @@ def judge(
             continue  # not in the profile: the claim does not cover it
         judged.append(ref.name)
         if ref.name == "wsat" and len(mine) == 1:  # one of its optional workloads?
-            points = [(p.pattern, p.bs, p.read_pct) for p in mine[0].points]
+            only = mine[0].plan
+            points = [(p.pattern, p.bs, p.read_pct) for p in only.points]
             option = wsat_option(points)
             if option is not None:
                 name = next(k for k, v in WSAT_OPTIONS.items() if [v] == points)
                 out.choices.append(
-                    Stated(mine[0].name, "optional workload", name, mine[0].title or ref.title)
+                    Stated(only.name, "optional workload", name, only.title or ref.title)
                 )
                 ref = option
-        _group(out, ref, mine, variant, skipped.get(ref.name), sector)
-        for p in mine:
-            ctx = table.Ctx(
-                p,
-                var,
-                ref,
-                capacity,
-                planned,
-                histograms.get(p.name, 0.0),
-                p.name not in unfinished,
-            )
-            apply(out, ref.name, ctx)
-            out.items += per_test.get(p.name, ())
+        _group(out, ref, [t.plan for t in mine], variant, skipped.get(ref.name), sector)
+        for t in mine:
+            apply(out, ref.name, context(t, ref))
+            out.items += t.departures
     for spec, mine in by_spec.items():
         if spec in BY_NAME:
             continue
-        staged = STAGED.get(mine[0].procedure)
+        staged = STAGED.get(mine[0].plan.procedure)
         if staged is not None:
             judged.append(spec)
-            for p in mine:
-                apply(out, table.family(p), context(p, staged))
-                out.items += per_test.get(p.name, ())
+            for t in mine:
+                apply(out, table.family(t.plan), context(t, staged))
+                out.items += t.departures
             continue
-        for p in mine:
+        for p in (t.plan for t in mine):
             out.add(
                 p.name,
                 p.title or p.name,

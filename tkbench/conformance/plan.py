@@ -8,6 +8,7 @@ applied by :func:`tkbench.conformance.judge.judge`.
 from __future__ import annotations
 
 from tkbench.conformance.judge import (
+    Judged,
     judge,
     purge_departure,
     skipped_notes,
@@ -32,29 +33,22 @@ def judge_plan(plan: Plan, write_cache_absent: str | None = None) -> Judgement:
         run_wide.append(cache_departure(var, setting_words(wanted)))
     elif write_cache_absent:
         run_wide.append(cache_departure(var, f"not set, as {write_cache_absent}"))
-    per_test: dict[str, list[Departure]] = {}
-    histograms: dict[str, float | None] = {}
-    records = []
+    tests = []
     for t in plan.tests:
         rec = t.record()
-        records.append(rec)
         words = _planned_purge(plan, t)
-        if words and starts_alone(rec):
-            per_test[t.name] = [purge_departure(t.name, t.title, words)]
+        purge = [purge_departure(t.name, t.title, words)] if words and starts_alone(rec) else []
         hp = t.histogram_point
-        histograms[t.name] = hp.runtime if hp is not None else 0.0
+        tests.append(Judged(rec, purge, hp.runtime if hp is not None else 0.0))
     return judge(
         variant,
-        records,
+        tests,
         [s.name for s in prof.tests],
         skipped_notes(plan.notes),
         plan.target.capacity,
         plan.target.logical_sector,
         True,
         run_wide,
-        per_test,
-        histograms,
-        set(),
     )
 
 

@@ -12,11 +12,11 @@ stop the test at Round x".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from tkbench import kinds
 from tkbench.conformance.judge import (
+    Judged,
     judge,
     purge_departure,
     skipped_notes,
@@ -53,16 +53,16 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
         return Judgement(None)
     var = VARIANTS[variant]
     capacity = m.target.capacity_bytes or m.target.capacity
-    stored_setting = _stored(m.profile.resolved, "workload", "write_cache")
-    run_wide = [d for d in [_run_cache(var, write_cache, stored_setting)] if d]
-    per_test = {t.name: _run_test(t, capacity) for t in run.tests}
-    for r in m.resumes:
-        if r.action == "continue-parts" and r.test in per_test:
-            split = _resumed_in_parts(r, run.test(r.test))
-            if split is not None:
-                per_test[r.test].append(split)
-    for t in run.tests:
-        per_test[t.name] += [_stalled_part(t, k) for k in t.plan.stalled_parts]
+    run_wide = [d for d in [_run_cache(var, write_cache)] if d]
+    tests = [
+        Judged(
+            t.plan,
+            _run_test(t, capacity) + _split(t, m.resumes),
+            _histogram_seconds(t),
+            t.result is not None,
+        )
+        for t in run.tests
+    ]
     present = {t.name for t in run.tests}
     profile_tests, skipped = _stored_tests(m)
     for name in m.tests:
@@ -70,20 +70,15 @@ def judge_run(run: RunData, write_cache: WriteCacheRecord | None = None) -> Judg
             spec = name.split("-")[0] if name not in BY_NAME else name
             skipped.setdefault(spec, "planned, never started")
             profile_tests.append(spec)
-    histograms = {t.name: _histogram_seconds(t) for t in run.tests}
-    unfinished = {t.name for t in run.tests if t.result is None}
     return judge(
         variant,
-        [t.plan for t in run.tests],
+        tests,
         profile_tests,
         skipped,
         capacity,
         m.target.logical_sector,
         False,
         run_wide,
-        per_test,
-        histograms,
-        unfinished,
     )
 
 
@@ -91,6 +86,14 @@ def _histogram_seconds(t: TestData) -> float | None:
     """The response-histogram phase a test recorded (None: none)."""
     h = t.response_histogram
     return None if h is None else max(h.ended - h.started, 1.0)
+
+
+def _split(t: TestData, resumes: Sequence[Resume]) -> list[Departure]:
+    """The test's stage parts a break split: resume by resume, then each part whose
+    fio stalled and ran again (``stalled_parts``, tkbench.engine.parts)."""
+    mine = [r for r in resumes if r.action == "continue-parts" and r.test == t.name]
+    found = [d for r in mine if (d := _resumed_in_parts(r, t)) is not None]
+    return found + [_stalled_part(t, k) for k in t.plan.stalled_parts]
 
 
 def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
@@ -110,18 +113,14 @@ def _resumed_in_parts(r: Resume, t: TestData) -> Departure | None:
             f"part {kept} ran again after it as a lead-in (its first record stands), "
             f"directly followed by part {kept + 1}"
         )
-    return Departure(
-        t.name,
-        "stage run without a break",
-        "its stimuli one after the other, without an interruption",
-        f"interrupted and resumed: {before} measured before the interruption; {after}",
-        t.plan.title or t.name,
+    return _broken(
+        t, f"interrupted and resumed: {before} measured before the interruption; {after}"
     )
 
 
 def _stalled_part(t: TestData, k: int) -> Departure:
-    """Part ``k`` of a stage run in parts, whose fio stalled and was stopped, ran again:
-    the PTS runs the stage without a break (tkbench.engine.parts)."""
+    """Part ``k`` of a stage run in parts, whose fio stalled and was stopped, ran again
+    (after the part before it as a lead-in, unless it is a pre-write)."""
     if k > 1 and t.plan.points[k - 1].role != "prewrite":
         again = (
             f"part {k - 1} ran again as a lead-in (its first record stands), directly "
@@ -129,22 +128,18 @@ def _stalled_part(t: TestData, k: int) -> Departure:
         )
     else:
         again = f"part {k} ran again"
+    return _broken(t, f"part {k}'s fio stalled and was stopped; {again}")
+
+
+def _broken(t: TestData, actual: str) -> Departure:
+    """The stage ``t`` did not run without a break: ``actual`` says how."""
     return Departure(
         t.name,
         "stage run without a break",
         "its stimuli one after the other, without an interruption",
-        f"part {k}'s fio stalled and was stopped; {again}",
+        actual,
         t.plan.title or t.name,
     )
-
-
-def _stored(resolved: Mapping[str, Any], *keys: str) -> Any:
-    node: Any = resolved
-    for k in keys:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(k)
-    return node
 
 
 def _stored_tests(m: Manifest) -> tuple[list[str], dict[str, str]]:
@@ -309,9 +304,7 @@ def _wsat_stop(
     return f"ran on past the PTS stop (round {stop + 1}) to round {len(rounds)}: {done}"
 
 
-def _run_cache(
-    var: Variant, record: WriteCacheRecord | None, stored_setting: object
-) -> Departure | None:
+def _run_cache(var: Variant, record: WriteCacheRecord | None) -> Departure | None:
     want = var.write_cache
     if record is None:  # runs made before tkbench set the write cache
         return cache_departure(var, "not set by tkbench (the run has no write-cache record)")

@@ -19,7 +19,7 @@ and gives the departures it finds: :func:`departures`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tkbench.conformance.pts import Departure
@@ -112,15 +112,50 @@ ROWS: tuple[Row, ...] = (
 )
 
 
-def departures(tests: Sequence[tuple[TestPlan, Result | None]], planned: bool) -> list[Departure]:
-    """The departures of a run's (or plan's) replay stages from the RWSW rows."""
-    out: list[Departure] = []
+def _replays(
+    tests: Sequence[tuple[TestPlan, Result | None]],
+) -> Iterator[tuple[TestPlan, Result | None]]:
+    """The replay stages among a run's (or plan's) tests."""
     for plan, result in tests:
         if plan.procedure != PROCEDURE:
             continue
+        yield plan, result
+
+
+def departures(tests: Sequence[tuple[TestPlan, Result | None]], planned: bool) -> list[Departure]:
+    """The departures of a run's (or plan's) replay stages from the RWSW rows."""
+    out: list[Departure] = []
+    for plan, result in _replays(tests):
         for row in ROWS:
             if row.stage != plan.stage:
                 continue
             for required, actual in row.check(plan, result, planned):
                 out.append(Departure(plan.name, row.name, required, actual, plan.title))
+    return out
+
+
+def words(d: Departure) -> str:
+    """``LBA range: offsets of a 1 GiB device mapped ... (RWSW: the captured offsets)``."""
+    return f"{d.requirement}: {d.actual} (RWSW: {d.required})"
+
+
+def lines(tests: Sequence[tuple[TestPlan, Result | None]], planned: bool) -> list[str]:
+    """For ``plan``: the replay stages' standing against the RWSW rows in the shape of
+    the PTS's (:meth:`tkbench.conformance.pts.Judgement.lines`): a statement, then the
+    departures by stage.  None for a plan or run without a replay test."""
+    if next(_replays(tests), None) is None:
+        return []
+    found = departures(tests, planned)
+    what = "This plan" if planned else "This run"
+    reading = "SNIA RWSW as tkbench reads SNIA's pages on it (docs/replay.md)"
+    if not found:
+        return [f"{what} departs from {reading} in none of its rows; that is no RWSW claim."]
+    n = len(found)
+    out = [f"{what} departs from {reading} in {n} point{'s' if n != 1 else ''}:"]
+    by_stage: dict[str, list[str]] = {}
+    for d in found:
+        by_stage.setdefault(d.title or str(d.test), []).append(words(d))
+    for stage, items in by_stage.items():
+        out.append(f"  {stage}:")
+        out += [f"    {w}" for w in items]
     return out

@@ -29,7 +29,10 @@ DESCRIPTION = """\
 Serve an emulated SSD over NBD on a Unix socket, in the foreground, until
 interrupted (Ctrl-C, SIGINT or SIGTERM stop it and remove the socket).  fio
 reaches it with ioengine=nbd and uri=nbd+unix:///?socket=PATH; tkbench with the
-target nbd+unix:///?socket=PATH.  One line on stderr says when it is ready.
+target nbd+unix:///?socket=PATH.  One line on stderr says when it is ready.  The
+export is named by the emulated drive (tkbench-emu-256MiB-s1: its capacity and
+seed, and a digest of other model options), and tkbench records that name as the
+drive's serial.
 
 The drive is fast when fresh, slows down under sustained random writes as
 garbage collection sets in, recovers partly when idle, and is fresh again after

@@ -95,6 +95,17 @@ def get_ready() -> None:
     )
 
 
+def default_export(readonly: bool, is_tls: bool) -> str:
+    """A client asking for the default export ("") gets the drive's own name."""
+    assert _cfg is not None
+    return _cfg.export_name()
+
+
+def list_exports(readonly: bool, is_tls: bool) -> list[str]:
+    assert _cfg is not None
+    return [_cfg.export_name()]
+
+
 def export_description(h: object) -> str:
     """Sent to clients that ask (NBD_INFO_DESCRIPTION): tkbench records it as the drive."""
     assert _cfg is not None
@@ -110,6 +121,12 @@ def _disconnect() -> None:
 
 def open(readonly: bool) -> dict[str, int]:
     assert _faults is not None and _cfg is not None
+    asked = nbdkit.export_name()
+    if asked not in ("", _cfg.export_name()):
+        # the name says which drive this is: a client naming another drive must not
+        # write this one (and record it under the other's name)
+        nbdkit.set_error(errno.ENOENT)
+        raise OSError(errno.ENOENT, f"no export {asked!r}: this is {_cfg.export_name()!r}")
     with _lock:
         first = _faults.arm(_clock())
     if first and _cfg.disconnect_after is not None:

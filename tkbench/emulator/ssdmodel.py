@@ -25,6 +25,7 @@ The model has three parts:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import mmap
 import random
@@ -321,6 +322,26 @@ class EmulatorConfig:
             raise ValueError("--capacity must be below 8 TiB")
         if self.error_range is not None and self.error_range[0] >= self.capacity:
             raise ValueError("--error-range starts beyond the capacity")
+
+    def export_name(self) -> str:
+        """The name the emulated drive is exported under, made of what makes it this
+        drive: ``tkbench-emu-256MiB-s7`` (capacity and seed), followed by a short digest
+        of the other drive-model parameters when any differs from its default.  Data
+        keeping and injected faults are not the drive and leave the name alone.  Two
+        emulators of the same parameters are the same drive to a history, wherever
+        their sockets lie."""
+        name = f"tkbench-emu-{format_size(self.capacity).replace(' ', '')}-s{self.seed}"
+        # each value as nbdkit's side parses it (idle_ms=0 given here is 0.0 there)
+        shaped = [
+            f"{f.name}={format_value(parse_value(f, format_value(getattr(self, f.name))))}"
+            for f in self.option_fields()
+            if f.metadata["group"] == "model"
+            and f.name not in ("capacity", "seed")
+            and getattr(self, f.name) != f.default
+        ]
+        if not shaped:
+            return name
+        return f"{name}-{hashlib.sha256(';'.join(shaped).encode()).hexdigest()[:8]}"
 
     def describe(self) -> str:
         """One line with the non-default parameters, for logs."""

@@ -7,10 +7,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tkbench.errors import InputError, SafetyError
 from tkbench.fleet.together import check_together, sized
+from tkbench.rundir.records.run import DeviceFacts
 
 
 @dataclass(frozen=True)
@@ -25,18 +25,28 @@ class Drive:
     confirm_id: str | None = None  # the ID the device is confirmed with (serial or name)
 
 
+@dataclass(frozen=True)
+class _Found:
+    """A target as planning found it: its kind, what its device says of itself, and
+    the ID a ``--confirm`` names it by (block devices)."""
+
+    spec: str
+    kind: str
+    device: DeviceFacts
+    confirm_id: str | None = None
+
+
 def _safe(text: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text).strip("._")
     return safe or "target"
 
 
-def run_name(spec: str, kind: str, identity: dict[str, Any]) -> str:
+def run_name(spec: str, kind: str, device: DeviceFacts) -> str:
     """``MODEL-SERIAL`` for a block device (its kernel name when it reports neither),
     the file's name for a file, the socket's name for an NBD URI."""
     if kind == "block":
-        model = str(identity.get("model") or "").strip()
-        serial = str(identity.get("serial") or "").strip()
-        parts = [p for p in (model, serial) if p and p != "unknown"]
+        said = ((device.model or "").strip(), (device.serial or "").strip())
+        parts = [p for p in said if p and p != "unknown"]
         if parts:
             return _safe("-".join(parts))
         return _safe(Path(os.path.realpath(spec)).name)
@@ -74,7 +84,7 @@ def plan_drives(
     if len(targets) < 2:
         raise InputError("a fleet needs two or more --target")
     check_together(targets, size)
-    found: list[tuple[str, str, dict[str, Any], str | None]] = []
+    found: list[_Found] = []
     for spec in targets:
         try:
             _, target = prepare(
@@ -86,23 +96,24 @@ def plan_drives(
                 )
             )
         except SafetyError:
-            found.append((spec, "unknown", {}, None))
+            found.append(_Found(spec, "unknown", DeviceFacts()))
             continue
         cid = getattr(getattr(target, "device", None), "confirm_id", None)
-        found.append((spec, target.kind, dict(target.identity), cid))
+        found.append(_Found(spec, target.kind, DeviceFacts.of(target.identity), cid))
+    blocks = [f for f in found if f.kind == "block"]
     by_id: dict[str, str] = {}
     for c in confirms:
         c = c.strip()
-        named = [spec for spec, kind, _, cid in found if kind == "block" and cid == c]
+        named = [f.spec for f in blocks if f.confirm_id == c]
         if not named:
-            ids = ", ".join(cid for _, k, _, cid in found if k == "block" and cid) or "none"
+            ids = ", ".join(f.confirm_id for f in blocks if f.confirm_id) or "none"
             raise InputError(
                 f"--confirm {c} names none of the block devices among the targets "
                 f"(their IDs: {ids}; see 'tkbench devices')"
             )
         by_id[named[0]] = c
-    names = unique([run_name(spec, kind, ident) for spec, kind, ident, _ in found])
+    names = unique([run_name(f.spec, f.kind, f.device) for f in found])
     return [
-        Drive(spec=spec, name=name, kind=kind, confirm=by_id.get(spec), confirm_id=cid)
-        for (spec, kind, _, cid), name in zip(found, names, strict=True)
+        Drive(f.spec, name, f.kind, confirm=by_id.get(f.spec), confirm_id=f.confirm_id)
+        for f, name in zip(found, names, strict=True)
     ]

@@ -50,6 +50,7 @@ _REP_ERRORS = {
 }
 
 INFO_EXPORT = 0
+INFO_NAME = 1
 INFO_DESCRIPTION = 2
 INFO_BLOCK_SIZE = 3
 
@@ -111,6 +112,7 @@ class ExportInfo:
     rotational: bool
     block_size_advertised: bool
     description: str = ""  # NBD_INFO_DESCRIPTION, when the server sends one
+    name: str = ""  # NBD_INFO_NAME: the export's own name (the default export's too)
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -228,12 +230,12 @@ class NbdClient:
         data = (
             struct.pack(">I", len(name))
             + name
-            + struct.pack(">HHH", 2, INFO_BLOCK_SIZE, INFO_DESCRIPTION)
+            + struct.pack(">HHHH", 3, INFO_BLOCK_SIZE, INFO_DESCRIPTION, INFO_NAME)
         )
         self._send(struct.pack(">QII", IHAVEOPT, OPT_GO, len(data)) + data)
         size = tflags = -1
         blocks: tuple[int, int, int] | None = None
-        description = ""
+        description = name_given = ""
         while True:
             rmagic, opt, rtype, length = struct.unpack(">QIII", self._recv(20))
             if rmagic != REPLY_MAGIC or opt != OPT_GO:
@@ -251,6 +253,8 @@ class NbdClient:
                     blocks = struct.unpack(">III", payload[2:14])
                 elif itype == INFO_DESCRIPTION:
                     description = payload[2:].decode("utf-8", "replace")[:1024]
+                elif itype == INFO_NAME:
+                    name_given = payload[2:].decode("utf-8", "replace")[:4096]
                 continue
             if rtype == REP_FLAG_ERROR | 1:  # OPT_GO unsupported: old server
                 return self._export_name_fallback(name)
@@ -265,7 +269,7 @@ class NbdClient:
             # other reply types (e.g. REP_SERVER) are ignored
         if size < 0:
             raise DeviceError(f"{self._where()} did not report the export size")
-        return _make_info(size, tflags, blocks, description)
+        return _make_info(size, tflags, blocks, description, name_given)
 
     def _export_name_fallback(self, name: bytes) -> ExportInfo:
         self._send(struct.pack(">QII", IHAVEOPT, OPT_EXPORT_NAME, len(name)) + name)
@@ -379,7 +383,11 @@ _CMD_NAMES = {CMD_READ: "read", CMD_WRITE: "write", CMD_FLUSH: "flush", CMD_TRIM
 
 
 def _make_info(
-    size: int, tflags: int, blocks: tuple[int, int, int] | None, description: str = ""
+    size: int,
+    tflags: int,
+    blocks: tuple[int, int, int] | None,
+    description: str = "",
+    name: str = "",
 ) -> ExportInfo:
     if blocks is not None:
         mn, pref, mx = blocks
@@ -401,6 +409,7 @@ def _make_info(
         rotational=has and bool(tflags & TFLAG_ROTATIONAL),
         block_size_advertised=blocks is not None,
         description=description,
+        name=name,
     )
 
 

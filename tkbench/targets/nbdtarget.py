@@ -86,6 +86,9 @@ def _open_nbd(spec: str, size: int | None) -> Target:
     if info.description.startswith(EMULATOR_DESCRIPTION):
         ident["model"] = EMULATOR_DESCRIPTION
         ident["emulated"] = True
+        # the emulator names its export by the drive it emulates (capacity, seed,
+        # model): a run on that drive is a run on it, whichever socket serves it
+        ident["serial"] = info.name or ident["serial"]
         ident["notes"] = [
             "the bundled SSD emulator, not a real drive: " + info.description,
         ]
