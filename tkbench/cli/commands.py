@@ -21,7 +21,6 @@ from tkbench.cli.fleet import dispatch_plan, dispatch_run, dispatch_show
 from tkbench.cli.options import given, rig_name
 from tkbench.cli.support import SESSION, info, one_line, say, warn
 from tkbench.cli.terminal import printable
-from tkbench.conformance import rwsw
 from tkbench.errors import EXIT_FAILED_CHECK, InputError, Interrupted
 from tkbench.fleet.reports import report_turn
 
@@ -44,7 +43,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from tkbench.conformance import judge_plan
+    from tkbench.conformance import judge_plan, rwsw
     from tkbench.engine.runs import RunRequest, prepare, workload_overrides
     from tkbench.fio import jobfile
 
