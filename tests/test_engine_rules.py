@@ -29,6 +29,7 @@ from tkbench import profile
 from tkbench.analysis.stoprules import ROUND_CAP
 from tkbench.engine import Engine, EngineOptions, check_resumable, new_manifest
 from tkbench.engine import clock as engine_clock
+from tkbench.engine import events as engine_events
 from tkbench.errors import DeviceError, Interrupted, RunDirError
 from tkbench.fio import jobfile
 from tkbench.plan import build as planmod
@@ -646,3 +647,27 @@ def test_every_profile_kind_has_its_rules() -> None:
     assert set(profile.KINDS) == set(KINDS)
     with pytest.raises(ValueError, match="unknown test kind 'hir'"):
         kind_named("hir")
+
+
+def test_only_a_test_with_a_steady_state_criterion_reports_verdicts_per_round(
+    tmp_path: Path,
+) -> None:
+    """Each round's progress event carries steady-state verdicts for an IOPS test and
+    none for write saturation (no criterion: the log's ``state=`` would misread, and
+    docs/automation.md says its ``round done`` lines have none)."""
+    done: list[tuple[str, bool]] = []
+
+    class Seen:
+        def event(self, event: Any) -> None:
+            if isinstance(event, engine_events.RoundDone):
+                done.append((event.test.name, bool(event.verdicts)))
+
+    fake = FakeFio(_four_mib_per_round, inner_progress=Seen())
+    eng, _ = new_engine(
+        tmp_path, fake, [*STAGED_OFF, "tests.throughput.enabled=false",
+                         "tests.latency.enabled=false", "tests.wsat.stop_written_multiple=2"]
+    )  # fmt: skip
+    eng.run()
+    assert {name for name, _ in done} == {"iops", "wsat"}
+    assert all(verdicts for name, verdicts in done if name == "iops")
+    assert not any(verdicts for name, verdicts in done if name == "wsat")

@@ -91,7 +91,12 @@ class Steps:
         return kind_of(record).stop_reason(record, progress)
 
     def verdicts(self, state: TestState) -> dict[str, steady.Verdict]:
-        return segment_verdicts(self.record(state.test), state.rounds, state.segment)
+        """The steady-state verdicts so far (none for a kind without a steady-state
+        criterion: write saturation, fixed and copy tests)."""
+        record = self.record(state.test)
+        if not kind_of(record).has_steady_state:
+            return {}
+        return segment_verdicts(record, state.rounds, state.segment)
 
     # ------------------------------------------------------------------ fio runs
     def workdir(self) -> Path:
