@@ -14,6 +14,7 @@ import pytest
 
 from tkbench import proc
 from tkbench.errors import FioJobError, FioParseError
+from tkbench.fio.combine import combine
 from tkbench.fio.output import (
     DirStats,
     FioOutput,
@@ -21,7 +22,6 @@ from tkbench.fio.output import (
     LatStats,
     bucket_value,
     check_jobs,
-    combine,
     parse,
     percentile_from_bins,
 )

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile model", ("tkbench.profile.model", "tkbench.profile.schema", "tkbench.profile.convert",
                        "tkbench.profile.finding", "tkbench.profile.paths")),
     ("targets", ("tkbench.targets",)),
-    ("fio's outputs read", ("tkbench.fio.output", "tkbench.fio.logs")),
+    ("fio's outputs read", ("tkbench.fio.output", "tkbench.fio.combine", "tkbench.fio.logs")),
     ("output files", ("tkbench.outputs.files",)),
     ("metrics", ("tkbench.vocab",)),
     ("run directory", ("tkbench.rundir",)),

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tkbench.errors import FioJobError, FioParseError
-from tkbench.fio.output import DirStats, FioOutput, JobStats, combine, parse
+from tkbench.fio.combine import combine
+from tkbench.fio.output import DirStats, FioOutput, JobStats, parse
 from tkbench.plan.model import Point
 from tkbench.profile.model import Tracking
 from tkbench.rundir.records import Direction, HostResult, PointResult
