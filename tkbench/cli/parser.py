@@ -78,7 +78,8 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
         action=Many,
         metavar="TARGET",
         help="block device (/dev/nvme0n1), regular file, NBD URI (nbd+unix:///?socket=PATH), "
-        "or a directory on a mounted filesystem for volume profiles (ars); repeat it for "
+        "or a directory on a mounted filesystem for volume profiles (ars, bulk-sweep, copy, "
+        "vfile); repeat it for "
         "several drives in parallel, one independent run each (docs/automation.md)",
     )
     p.add_argument(
@@ -123,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "plan",
         help="print the exact plan, job files, duration and SNIA PTS conformance; touch nothing",
+        description="Prints what 'tkbench run' would do with the same options, without "
+        "touching the target: each test's points, rounds and stop rule, the fio job files "
+        "(--no-jobs leaves them out), the estimated duration, the drive's write cache "
+        "setting and the profile judged against SNIA PTS 2.0.2 (every departure listed; a "
+        "replay's departures from SNIA RWSW too).  --json gives the same as one document "
+        "(docs/automation.md).",
     )
     _add_profile_args(p)
     _add_target_args(p)
@@ -304,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--since",
         type=date_arg,
         metavar="DATE",
-        help="only runs started then or later: YYYY-MM-DD or YYYY-MM-DDTHH:MM (local time)",
+        help="only runs started then or later: YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (local "
+        "time) or with a UTC offset (2026-11-27T08:00+02:00)",
     )
     p.add_argument(
         "--add",
@@ -339,7 +347,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--yes", action="store_true", help="drop them without asking")
     q.set_defaults(func=cmd_history_prune)
 
-    p = sub.add_parser("compare", help="compare runs point by point, with deltas in %%")
+    p = sub.add_parser(
+        "compare",
+        help="compare runs point by point, with deltas in %%",
+        description="Puts the same points of two or more run directories side by side: "
+        "each metric of each run, its delta in % from the first run, and the conditions "
+        "that differ (queue depth, runtime, stop rule, block sizes, purge, preconditioning, ...).  "
+        "--out also writes a PDF with "
+        "the tables and overlaid convergence and measurement plots; --json gives the "
+        "comparison as one document.",
+    )
     p.add_argument("runs", nargs="+", type=path_arg, metavar="RUN_DIR")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
