@@ -196,7 +196,7 @@ def test_the_plan_lists_the_rwsw_departures_as_it_lists_the_pts_ones(
     done = tkbench(*argv, "--no-jobs")
     assert done.returncode == 0, done.stderr
     said = done.stdout.split("This plan departs from SNIA RWSW", 1)[1].splitlines()
-    assert said[0].endswith("in 2 points:"), said[0]
+    assert said[0].endswith("in 2 ways:"), said[0]
     assert said[1] == "  Captured workload: the captured trace replayed:"
     assert said[3] == "  Captured workload: the applied workload to steady state:"
     assert said[2].strip().startswith(

@@ -207,8 +207,13 @@ class Judgement:
             return None
         if self.conforms:
             return self.name
-        n = len(self.departures)
-        return f"tkbench report (departs from {self.name} in {n} point{'s' if n != 1 else ''})"
+        n = self.count()
+        return f"tkbench report ({n} departure{'s' if n != 1 else ''} from {self.name})"
+
+    def count(self) -> int:
+        """How many departures there are, one shared by several tests counted once
+        (the list people read: :meth:`merged`)."""
+        return len(self.merged())
 
     def to_dict(self) -> dict[str, Any]:
         """``pts`` of ``show --json`` and ``plan --json`` (a view, kept by hand: the
@@ -233,8 +238,8 @@ class Judgement:
         return (
             f" {self.secondhand} of the {self.requirements} requirements judged for these "
             f"tests ({share:.0f} %) come from implementations of PTS 2.0 or SNIA's pages on "
-            "the 1.x tests, not from the 2.0.2 text, which could not be read whole "
-            "(see the methods)."
+            "the 1.x tests, not from the 2.0.2 text itself, which could not be read whole "
+            "where tkbench was built (tkbench's docs/methodology.md, Sources)."
         )
 
     def statement(self) -> str:
@@ -248,11 +253,12 @@ class Judgement:
         if self.conforms:
             how = " as planned" if self.planned else ""
             return f"Conforms to {self.name}{how} (tests {', '.join(self.titles)}).{caveat}"
-        n = len(self.departures)
+        n = self.count()
         what = "This plan departs" if self.planned else "This run departs"
         return (
-            f"{what} from {self.name} in {n} point{'s' if n != 1 else ''}; "
-            f"its numbers are not {VARIANTS[self.variant].name} results.{caveat}"
+            f"{what} from {self.name} in {n} way{'s' if n != 1 else ''} (each listed "
+            f"once, for the tests it concerns); its numbers are not "
+            f"{VARIANTS[self.variant].name} results.{caveat}"
         )
 
     def merged(self) -> list[tuple[str, str]]:

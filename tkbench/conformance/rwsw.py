@@ -151,7 +151,7 @@ def lines(tests: Sequence[tuple[TestPlan, Result | None]], planned: bool) -> lis
     if not found:
         return [f"{what} departs from {reading} in none of its rows; that is no RWSW claim."]
     n = len(found)
-    out = [f"{what} departs from {reading} in {n} point{'s' if n != 1 else ''}:"]
+    out = [f"{what} departs from {reading} in {n} way{'s' if n != 1 else ''}:"]
     by_stage: dict[str, list[str]] = {}
     for d in found:
         by_stage.setdefault(d.title or str(d.test), []).append(words(d))
