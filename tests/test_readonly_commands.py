@@ -146,3 +146,18 @@ def test_a_run_directory_copy_is_still_listed(tmp_path: Path) -> None:
     shutil.rmtree(run)
     done = tkbench("history", "prune", "--yes", "--history", str(h), cwd=tmp_path)
     assert done.returncode == 0 and "dropped 1 entry" in done.stdout
+
+
+def test_compare_gives_every_row_its_unit() -> None:
+    """compare's table says what each number is in (a review found "bw 781.8" and
+    "lat_mean 0.2543" without a unit)."""
+    runs = [str(RUNDIRS / "file-a"), str(RUNDIRS / "file-b")]
+    done = subprocess.run(
+        [sys.executable, "-m", "tkbench", "compare", *runs],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    rows = [ln.split() for ln in done.stdout.splitlines() if ln.split()[:1] in (["iops"],
+            ["throughput"], ["latency"])]  # fmt: skip
+    units = {(r[0], r[3], r[4]) for r in rows}
+    assert ("throughput", "bw", "MB/s") in units and ("latency", "lat_mean", "ms") in units
+    assert ("iops", "iops", "IOPS") in units and ("latency", "p99.99", "ms") in units

@@ -437,8 +437,9 @@ def format_rows(
         lines += ["", "conditions that differ (compare with care):"]
         lines += [f"  {d.text()}" for d in diffs]
     pw = max([11, *(len(r.point) for r in rows)])  # the point column's width
+    uw = max([4, *(len(r.unit) for r in rows)])  # the unit column's
     head = (
-        f"{'test':<18} {'point':<{pw}} {'metric':<9}"
+        f"{'test':<18} {'point':<{pw}} {'metric':<9} {'unit':<{uw}}"
         + "".join(f"{'run ' + str(i + 1):>14}" for i in range(len(runs)))
         + "".join(f"{'Δ run ' + str(i + 1):>12}" for i in range(1, len(runs)))
     )
@@ -448,12 +449,14 @@ def format_rows(
         deltas = "".join(
             f"{(f'{d:+.1f} %' if math.isfinite(d) else '-'):>12}" for d in row.deltas()[1:]
         )
-        lines.append(f"{row.test:<18} {row.point:<{pw}} {row.metric:<9}{vals}{deltas}")
+        lead = f"{row.test:<18} {row.point:<{pw}} {row.metric:<9} {row.unit:<{uw}}"
+        lines.append(f"{lead}{vals}{deltas}")
+        blank = " " * len(lead)
         if row.repeats:
-            lines.append(f"{'':<18} {'':<{pw}} {'':<9}{_noise_text(row)}")
+            lines.append(f"{blank}{_noise_text(row)}")
         if any(row.details):
             combos = "".join(f"{_detail_text(d):>14}" for d in row.details)
-            lines.append(f"{'':<18} {'':<{pw}} {'':<9}{combos}")
+            lines.append(f"{blank}{combos}")
     return "\n".join(lines)
 
 
