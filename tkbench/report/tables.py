@@ -22,7 +22,7 @@ from tkbench.fio.output import percentile_from_bins
 from tkbench.report.labels import mix_caption, mix_label
 from tkbench.report.model import Histogram, LatencyRow, Matrix
 from tkbench.rundir.records import Round, TestPlan
-from tkbench.units import format_size
+from tkbench.units import size_label
 from tkbench.vocab import MS
 
 HIST_BINS_PER_DECADE = 12
@@ -52,7 +52,7 @@ def matrix(
         unit=unit,
         row_title="Block size",
         col_title="R/W mix (% read / % write)",
-        rows=tuple(format_size(b) for b in sizes),
+        rows=tuple(size_label(b) for b in sizes),
         cols=tuple(mix_caption(m) for m in mx),
         values=tuple(rows),
     )
@@ -104,7 +104,7 @@ def latency_rows(
         last = (bs, m)
         rows.append(
             LatencyRow(
-                bs=format_size(bs),
+                bs=size_label(bs),
                 mix=mix_label(m),
                 direction=direction,
                 iops=d.iops,
@@ -125,7 +125,7 @@ def _combined_row(pm: PointMean, names: Sequence[str]) -> list[LatencyRow]:
         return []
     return [
         LatencyRow(
-            bs=format_size(pm.bs),
+            bs=size_label(pm.bs),
             mix=mix_label(pm.read_pct),
             direction=COMBINED,
             iops=sum(d.iops for d in pm.directions.values()),
@@ -208,8 +208,8 @@ def histograms(
         edges, counts = log_histogram(bins)
         out.append(
             Histogram(
-                point=f"{format_size(bs)} {mix_label(m)}",
-                bs=format_size(bs),
+                point=f"{size_label(bs)} {mix_label(m)}",
+                bs=size_label(bs),
                 mix=mix_label(m),
                 direction=direction,
                 edges_ms=edges,
