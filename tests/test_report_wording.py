@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tests.test_report_analysis import manifest, plan, record
+from tests.test_report_analysis import _queue_plan, _queue_round, manifest, plan, record
 from tkbench.kinds.staged.rows import grid_words
 from tkbench.report import analysis, fmt, headlines, options, procedure, render
 from tkbench.report import rounds as round_parts
@@ -43,6 +43,12 @@ def test_one_job_and_one_outstanding_io_are_singular() -> None:
     assert headlines._load_detail(_load(2, 8)) == "2 jobs × QD 8"
     assert procedure.outstanding(_load(1, 1)) == "1 job × queue depth 1 (1 outstanding I/O)"
     assert procedure.outstanding(_load(4, 8)) == "4 jobs × queue depth 8 (32 outstanding I/Os)"
+
+
+def test_littles_law_note_of_one_outstanding_io_is_singular() -> None:
+    rounds = [_queue_round({(4096, 100): (5_000, 200)})]
+    text, _ = round_parts.queue_check(_queue_plan(1, 1), rounds)
+    assert "kept 100 % of the 1 outstanding I/O fio was given" in text
 
 
 def test_a_rounds_points_add_up_to_the_round() -> None:

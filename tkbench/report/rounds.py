@@ -14,7 +14,7 @@ from tkbench.profile.model import Tracking
 from tkbench.report.labels import mix_label, tracking_of
 from tkbench.report.model import Determination, RoundRow, Series
 from tkbench.rundir.records import Round, TestPlan
-from tkbench.units import size_label
+from tkbench.units import count, size_label
 from tkbench.vocab import metric as metric_of
 
 CONVERGENCE_MIX = 0  # PTS plots IOPS convergence of every block size at 0/100
@@ -129,12 +129,14 @@ def queue_check(plan: TestPlan, records: Sequence[Round]) -> tuple[str, bool]:
         return point_label(q.bs, q.read_pct)
 
     lo, hi = found[0].share, found[-1].share
-    queue_text = " or ".join(str(q) for q in sorted({q.queue for q in found}))
+    queues = sorted({q.queue for q in found})
+    queue_text = " or ".join(str(q) for q in queues[:-1]) + (" or " if len(queues) > 1 else "")
+    queue_text += count(queues[-1], "outstanding I/O")
     kept = f"{pct(lo)}" if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
     text = (
         "Little's law check: IOPS × mean response time is the number of I/Os in flight. "
         f"Over the measurement window the points kept {kept} of the {queue_text} "
-        "outstanding I/Os fio was given (jobs × queue depth)"
+        "fio was given (jobs × queue depth)"
     )
     low = [f"{label(q)} ({pct(q.share)})" for q in found if q.low]
     if low:
