@@ -169,11 +169,12 @@ def test_the_operating_points_table_leaves_out_empty_percentiles() -> None:
     head = _text(html.split("</thead>", 1)[0])
     assert head.endswith("Point Threads QD IOPS Mean Max 99 % I/Os CPU %")
     assert "left out of the table" in _text(html)
-    assert "left blank" not in _text(html)
+    assert "left blank" not in _text(html) and "A dash" not in _text(html)
     # a value in one row keeps the column; the other row's cell is a dash
     html = _operating([(11.6, 20.0, None), (10.8, None, None)])
     assert "99.9 %" in _text(html.split("</thead>", 1)[0])
     assert "10.80 – " in _text(html.split("</tbody>", 1)[0]) + " "
+    assert "A dash marks a percentile its point has too few I/Os for." in _text(html)
 
 
 def test_the_demand_intensity_grid_reads_as_one_phrase() -> None:
