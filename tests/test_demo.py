@@ -36,7 +36,15 @@ def test_the_demos_reductions_are_listed_as_departures(
     assert cli.main([*argv, *sets(*demo_overrides("quick", []))]) == 0
     departures = capsys.readouterr().out.split("departs from SNIA PTS-E", 1)[1]
     assert "steady-state window: 3 rounds" in departures
-    assert "demand-intensity grid: 4 loads, thread counts 4, 1 x queue depths 8, 1" in departures
+    flat = " ".join(departures.split())
+    grid = "thread count 4, 1 (outer) x queue depth 8, 1 (inner), 4 loads"
+    assert f"demand-intensity grid: {grid} (PTS" in flat
+    # each departure one clean sentence: the requirement is not repeated in what the test does
+    assert "of writes before the first idle period, as fio 3.33 extends" in flat
+    assert "wait state: the first burst of each wait state" not in flat
+    assert "maximum response time per minute: each sample has throughput, IOPS and" in flat
+    assert "per minute: per minute" not in flat
+    assert "preconditioning round: 3 intervals of 500 ms" in flat
     assert "point duration: 500 ms per point" in departures
 
 

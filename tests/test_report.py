@@ -278,7 +278,7 @@ def test_real_report_has_setup_procedure_and_contents(real_report: Rendered) -> 
         "Lab 7",
         "6, back to back, 200 ms each",  # IOPS: 2 block sizes x 3 mixes of 0.2 s
         "2 jobs × queue depth 8 (16 outstanding I/Os)",
-        "1 job × queue depth 1 (1 outstanding I/Os)",
+        "1 job × queue depth 1 (1 outstanding I/O)",
         "file-recreate (NOT a PTS-compliant purge)",
         "= 1.00× the ActiveRange",
         "Response-time histograms",
@@ -286,6 +286,7 @@ def test_real_report_has_setup_procedure_and_contents(real_report: Rendered) -> 
         "MB/s = 10",
     ):
         assert text in flat, text
+    assert "1 outstanding I/Os" not in flat
     n = len(real_report.pages)
     for i, page in enumerate(real_report.pages, 1):
         assert f"Page {i} of {n}" in page

@@ -437,7 +437,7 @@ def test_html_of_a_run_stopped_before_its_first_round() -> None:
     doc = render.build_document(rep)
     assert "No round was completed" in doc.html
     assert "nvme-format (PTS-compliant)" in doc.html
-    assert "planned (0.002000 GB), but not recorded" in doc.html
+    assert "planned (2.000 MB), but not recorded" in doc.html
     assert "INTERRUPTED RUN" in doc.html
 
 

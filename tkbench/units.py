@@ -64,6 +64,12 @@ def size_label(bs: int) -> str:
     return "composite" if bs == COMPOSITE else format_size(bs)
 
 
+def count(n: int, noun: str) -> str:
+    """``1 job``, ``2 jobs``, ``1 outstanding I/O``: a number and its noun, singular or
+    plural (the plural adds an "s")."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def human_bytes(n: float, decimal: bool = False) -> str:
     """``1.50 GiB`` (binary) or ``1.61 GB`` (decimal) for capacities."""
     base = 1000.0 if decimal else 1024.0

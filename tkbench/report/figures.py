@@ -502,6 +502,17 @@ def histogram_grid(hists: Sequence[Histogram], prefix: str) -> str | None:
     return to_svg(fig, prefix)
 
 
+SECONDS_BELOW = 5.0  # minutes: a shorter test's time axis is in seconds
+
+
+def time_axis(minutes: Sequence[float]) -> tuple[Sequence[float], str]:
+    """The time of each round and its axis label: in minutes, or in seconds for a test
+    shorter than :data:`SECONDS_BELOW` minutes (a 12-s test reads 0-12 s, not 0-0.2)."""
+    if max(minutes, default=0.0) >= SECONDS_BELOW:
+        return minutes, "Time since the start of the test (minutes)"
+    return [m * 60.0 for m in minutes], "Time since the start of the test (s)"
+
+
 @styled
 def saturation_pair(
     sat: Saturation, values: Sequence[float], label: str, prefix: str, *, log: bool = False
@@ -510,7 +521,7 @@ def saturation_pair(
     fig = _new(4.6)
     top, bottom = fig.subplots(2, 1)
     for ax, x, xlabel in (
-        (top, sat.minutes, "Time since the start of the test (minutes)"),
+        (top, *time_axis(sat.minutes)),
         (bottom, sat.written_gb, "Total data written (GB = 10⁹ bytes)"),
     ):
         size = 4.0 if len(values) <= 100 else 3.0 if len(values) <= 500 else 2.2

@@ -13,7 +13,9 @@ import time
 from tkbench.units import format_duration
 
 DASH = "–"
+MB = 1e6
 GB = 1e9
+MiB = 1024.0**2
 GiB = 1024.0**3
 
 
@@ -56,17 +58,22 @@ def limit(fraction: float) -> str:
 
 
 def gb(n: float | None) -> str:
-    """Decimal gigabytes (10^9 bytes), as write totals are stated."""
+    """Decimal gigabytes (10^9 bytes), as capacities and write totals are stated:
+    ``960.2 GB``; below 1 GB in megabytes (10^6 bytes), ``67.11 MB``."""
     if n is None:
         return DASH
+    if abs(n) < GB:
+        return f"{sig(n / MB)} MB"
     return f"{sig(n / GB)} GB"
 
 
 def capacity(n: float | None) -> str:
-    """``15,363 GB (14,308 GiB)``: decimal first, binary for comparison."""
+    """``15,363 GB (14,308 GiB, ...)``: decimal first, binary for comparison; below
+    1 GB in MB and MiB (``67.11 MB (64.00 MiB, 67,108,864 bytes)``)."""
     if not n:
         return DASH
-    return f"{sig(n / GB)} GB ({sig(n / GiB)} GiB, {int(n):,} bytes)"
+    binary = f"{sig(n / MiB)} MiB" if n < GB else f"{sig(n / GiB)} GiB"
+    return f"{gb(n)} ({binary}, {int(n):,} bytes)"
 
 
 def size(n: float | None) -> str:

@@ -14,7 +14,7 @@ from tkbench.report import saturation
 from tkbench.report.model import Headline, TestReport
 from tkbench.rundir.records import TestPlan
 from tkbench.rundir.store import TestData
-from tkbench.units import format_size
+from tkbench.units import count, format_size
 
 
 def headlines(
@@ -51,7 +51,7 @@ def _load_detail(plan: TestPlan) -> str:
     jobs, qd = plan.workload.numjobs, plan.workload.iodepth
     if jobs == 1 and qd == 1:
         return "QD 1, 1 job"
-    return f"{jobs} jobs × QD {qd}"
+    return f"{count(jobs, 'job')} × QD {qd}"
 
 
 def _headline_bs(sizes: Sequence[int]) -> int | None:

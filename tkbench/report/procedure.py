@@ -8,7 +8,7 @@ the run.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tkbench import cache
@@ -21,7 +21,7 @@ from tkbench.report.model import Row
 from tkbench.report.parts import part_of, section_for
 from tkbench.rundir.records import Precondition, Purge, TestPlan
 from tkbench.rundir.store import TestData
-from tkbench.units import format_size
+from tkbench.units import count, format_size
 
 
 def outstanding(plan: TestPlan) -> str:
@@ -38,7 +38,7 @@ def outstanding(plan: TestPlan) -> str:
             depths = ", ".join(str(q) for q in dict.fromkeys(q for _, q in loads))
             return f"{len(loads)} loads: jobs {threads} × queue depth {depths}"
         return "per point, jobs × queue depth: " + ", ".join(f"{j} × {q}" for j, q in loads)
-    return f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd} ({jobs * qd} outstanding I/Os)"
+    return f"{count(jobs, 'job')} × queue depth {qd} ({count(jobs * qd, 'outstanding I/O')})"
 
 
 def purge_text(plan: TestPlan, purge: Purge | None) -> str:
@@ -66,7 +66,7 @@ def precondition_text(plan: TestPlan, pre: Precondition | None) -> str:
     times = f" = {written / active:.2f}× the ActiveRange" if active else ""
     return (
         f"{fmt.gb(written)} of {format_size(pre.bs)} sequential writes{times}, "
-        f"{jobs} job{'s' if jobs != 1 else ''} × queue depth {qd}, "
+        f"{count(jobs, 'job')} × queue depth {qd}, "
         f"in {fmt.duration(pre.seconds)}"
     )
 
@@ -97,6 +97,19 @@ def block_sizes(plan: TestPlan) -> str:
     return ", ".join(out)
 
 
+def points_text(runtimes: Sequence[float], round_s: float) -> str:
+    """A round's points and their durations: "6, back to back, 500 ms each (3 s per
+    round)", or, when they differ, every point's in the order they run ("4, back to
+    back: 3 s, 3 s, 6 s, 9 s (21 s per round)"), so that they add up to the round."""
+    per_round = f"({fmt.duration(round_s)} per round)"
+    if len(set(runtimes)) <= 1:
+        each = f"{fmt.duration(runtimes[0])} each " if runtimes else ""
+        return f"{len(runtimes)}, back to back, {each}{per_round}"
+    return (
+        f"{len(runtimes)}, back to back: {', '.join(fmt.duration(r) for r in runtimes)} {per_round}"
+    )
+
+
 def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
     plan = t.plan
     own = part_of(plan).parameters(t, stop_rule(plan, capacity))
@@ -104,19 +117,13 @@ def parameters(t: TestData, capacity: int) -> tuple[Row, ...]:
         return own
     wl = plan.workload
     pts = plan.points
-    runtimes = sorted({p.runtime for p in pts})
     round_s = math.fsum(p.runtime for p in pts)
     pattern = " and ".join(dict.fromkeys(p.pattern for p in pts)) if pts else "?"
     rows = [
         Row("Access pattern", pattern),
         Row("Block sizes", block_sizes(plan)),
         Row("R/W mixes (% read / % write)", ", ".join(mix_label(m) for m in plan.mixes)),
-        Row(
-            "Workload points per round",
-            f"{len(pts)}, back to back, "
-            f"{' / '.join(fmt.duration(r) for r in runtimes)} each "
-            f"({fmt.duration(round_s)} per round)",
-        ),
+        Row("Workload points per round", points_text([p.runtime for p in pts], round_s)),
         Row("Outstanding I/O", outstanding(plan)),
         Row(
             "ActiveRange",

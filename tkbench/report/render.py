@@ -44,6 +44,7 @@ from tkbench.profile.paths import bundled
 from tkbench.report import comparison_figures, figures, fmt, stagefigures
 from tkbench.report.comparison import Comparison
 from tkbench.report.model import Report, TestReport
+from tkbench.report.tables import filled_columns
 
 TEMPLATES = bundled("templates")
 MAIN_TEMPLATE = "report.html.j2"
@@ -123,7 +124,9 @@ def environment() -> jinja2.Environment:
         rounds=fmt.rounds,
         gb=fmt.gb,
     )
-    env.globals.update(verification_caption=figures.verification_caption)
+    env.globals.update(
+        verification_caption=figures.verification_caption, filled_columns=filled_columns
+    )
     return env
 
 

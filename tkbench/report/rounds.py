@@ -14,10 +14,15 @@ from tkbench.profile.model import Tracking
 from tkbench.report.labels import mix_label, tracking_of
 from tkbench.report.model import Determination, RoundRow, Series
 from tkbench.rundir.records import Round, TestPlan
-from tkbench.units import format_size
+from tkbench.units import count, size_label
 from tkbench.vocab import metric as metric_of
 
 CONVERGENCE_MIX = 0  # PTS plots IOPS convergence of every block size at 0/100
+
+
+def point_label(bs: int, read_pct: int) -> str:
+    """A point as a plot's legend and the notes name it: "4k 0/100", "composite 40/60"."""
+    return f"{size_label(bs)} {mix_label(read_pct)}"
 
 
 def determination(label: str, v: Verdict) -> Determination:
@@ -57,8 +62,10 @@ def convergence(
     if metric == "iops" and len(sizes) > 1:
         mix = CONVERGENCE_MIX if CONVERGENCE_MIX in mx else min(m for _, m in tracked or {(0, 0)})
         keys = [(bs, mix) for bs in sizes]
-        keys += [k for k in sorted(tracked, reverse=True) if k not in keys]
-        title = f"{metric_of(metric).unit} of every block size at {mix_label(mix)} per round"
+        more = [k for k in sorted(tracked, reverse=True) if k not in keys]
+        keys += more
+        also = f" and of {', '.join(point_label(*k) for k in more)}" if more else ""
+        title = f"{metric_of(metric).unit} of every block size at {mix_label(mix)}{also} per round"
     elif len(sizes) * len(mx) <= 12:
         keys = [(bs, m) for bs in sizes for m in mx]
         title = f"{metric_of(metric).name} ({metric_of(metric).unit}) of every point per round"
@@ -76,7 +83,7 @@ def convergence(
         if xs:
             series.append(
                 Series(
-                    label=f"{format_size(bs)} {mix_label(m)}",
+                    label=point_label(bs, m),
                     x=tuple(xs),
                     y=tuple(ys),
                     emphasis=(bs, m) in tracked,
@@ -119,15 +126,17 @@ def queue_check(plan: TestPlan, records: Sequence[Round]) -> tuple[str, bool]:
         return "", False
 
     def label(q: QueueShare) -> str:
-        return f"{format_size(q.bs)} {mix_label(q.read_pct)}"
+        return point_label(q.bs, q.read_pct)
 
     lo, hi = found[0].share, found[-1].share
-    queue_text = " or ".join(str(q) for q in sorted({q.queue for q in found}))
+    queues = sorted({q.queue for q in found})
+    queue_text = " or ".join(str(q) for q in queues[:-1]) + (" or " if len(queues) > 1 else "")
+    queue_text += count(queues[-1], "outstanding I/O")
     kept = f"{pct(lo)}" if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
     text = (
         "Little's law check: IOPS × mean response time is the number of I/Os in flight. "
         f"Over the measurement window the points kept {kept} of the {queue_text} "
-        "outstanding I/Os fio was given (jobs × queue depth)"
+        "fio was given (jobs × queue depth)"
     )
     low = [f"{label(q)} ({pct(q.share)})" for q in found if q.low]
     if low:

@@ -22,7 +22,7 @@ from tkbench.fio.output import percentile_from_bins
 from tkbench.report.labels import mix_caption, mix_label
 from tkbench.report.model import Histogram, LatencyRow, Matrix
 from tkbench.rundir.records import Round, TestPlan
-from tkbench.units import format_size
+from tkbench.units import size_label
 from tkbench.vocab import MS
 
 HIST_BINS_PER_DECADE = 12
@@ -52,7 +52,7 @@ def matrix(
         unit=unit,
         row_title="Block size",
         col_title="R/W mix (% read / % write)",
-        rows=tuple(format_size(b) for b in sizes),
+        rows=tuple(size_label(b) for b in sizes),
         cols=tuple(mix_caption(m) for m in mx),
         values=tuple(rows),
     )
@@ -104,7 +104,7 @@ def latency_rows(
         last = (bs, m)
         rows.append(
             LatencyRow(
-                bs=format_size(bs),
+                bs=size_label(bs),
                 mix=mix_label(m),
                 direction=direction,
                 iops=d.iops,
@@ -125,7 +125,7 @@ def _combined_row(pm: PointMean, names: Sequence[str]) -> list[LatencyRow]:
         return []
     return [
         LatencyRow(
-            bs=format_size(pm.bs),
+            bs=size_label(pm.bs),
             mix=mix_label(pm.read_pct),
             direction=COMBINED,
             iops=sum(d.iops for d in pm.directions.values()),
@@ -137,29 +137,59 @@ def _combined_row(pm: PointMean, names: Sequence[str]) -> list[LatencyRow]:
     ]
 
 
+def filled_columns(rows: Sequence[Sequence[float | None]]) -> tuple[int, ...]:
+    """The columns (indexes) of ``rows`` with a value in at least one row: a table
+    leaves out a percentile column no row has enough I/Os for."""
+    width = max((len(r) for r in rows), default=0)
+    return tuple(i for i in range(width) if any(i < len(r) and r[i] is not None for r in rows))
+
+
 def blank_note(rows: Sequence[LatencyRow], names: Sequence[str]) -> str:
-    """Why percentiles of the latency table are blank: what each needs
-    (:func:`samples_needed`), and every row with blanks, its I/Os and which ("" when
-    none is blank for too few I/Os)."""
+    """What the latency table lacks for too few I/Os (:func:`samples_needed`): the
+    percentile columns no row has enough for (the table leaves them out,
+    :func:`filled_columns`) and every dash of the others, with its row's I/Os ("" when
+    nothing is missing)."""
     need = {n: samples_needed(float(n)) for n in names}
-    blanks = []
-    short_of: list[str] = []
+    shown = {names[i] for i in filled_columns([r.percentiles_ms for r in rows])}
+    left_out = [n for n in names if n not in shown] if rows else []
+    dashes = []
     for row in rows:
         short = [
             n
             for n, v in zip(names, row.percentiles_ms, strict=True)
-            if v is None and row.samples < need[n]
+            if n in shown and v is None and row.samples < need[n]
         ]
         if short:
-            blanks.append(
+            dashes.append(
                 f"{row.bs} {row.mix} {row.direction} ({row.samples:,} I/Os): "
-                + ", ".join(f"{n} %" for n in short)
+                + ", ".join(f"{n} % (needs {need[n]:,})" for n in short)
             )
-            short_of += [n for n in short if n not in short_of]
-    if not blanks:
-        return ""
-    needs = ", ".join(f"{n} % needs {need[n]:,}" for n in names if n in short_of)
-    return f"Blank for too few I/Os ({needs}): {'; '.join(blanks)}."
+    short_everywhere = [n for n in left_out if all(r.samples < need[n] for r in rows)]
+    unrecorded = [n for n in left_out if n not in short_everywhere]
+    text = []
+    if short_everywhere:
+        needs = ", ".join(f"{n} % needs {need[n]:,}" for n in short_everywhere)
+        text.append(
+            f"No row has enough I/Os for {_and(short_everywhere)}, so the table leaves "
+            f"{_them(short_everywhere)} out ({needs})."
+        )
+    if unrecorded:
+        text.append(
+            f"No round recorded {_and(unrecorded)}, so the table leaves {_them(unrecorded)} out."
+        )
+    if dashes:
+        text.append(f"A dash marks a percentile its row has too few I/Os for: {'; '.join(dashes)}.")
+    return " ".join(text)
+
+
+def _them(names: Sequence[str]) -> str:
+    return "it" if len(names) == 1 else "them"
+
+
+def _and(names: Sequence[str]) -> str:
+    """``99.9 %, 99.99 % and 99.999 %``."""
+    words = [f"{n} %" for n in names]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def measured_directions(
@@ -208,8 +238,8 @@ def histograms(
         edges, counts = log_histogram(bins)
         out.append(
             Histogram(
-                point=f"{format_size(bs)} {mix_label(m)}",
-                bs=format_size(bs),
+                point=f"{size_label(bs)} {mix_label(m)}",
+                bs=size_label(bs),
                 mix=mix_label(m),
                 direction=direction,
                 edges_ms=edges,

@@ -25,7 +25,7 @@ from tkbench.kinds.pts.rows import (
 )
 from tkbench.kinds.pts.words import mixes, secs, short_load
 from tkbench.kinds.staged.reference import COMPOSITE, ZONES, StagedRequirement
-from tkbench.units import format_duration, format_size
+from tkbench.units import count, format_duration, format_size
 
 SPLIT = ":".join(f"{b}/{pct}" for b, pct in COMPOSITE)
 
@@ -120,7 +120,7 @@ def _intervals(c: Ctx) -> Iterable[Finding]:
     if len(pts) != ref.intervals or {p.runtime for p in pts} != {60.0}:
         yield Finding(
             f"{ref.intervals} one-minute intervals",
-            f"{len(pts)} interval(s) of {secs(sorted({p.runtime for p in pts}))}",
+            f"{count(len(pts), 'interval')} of {secs(sorted({p.runtime for p in pts}))}",
             "preconditioning round",
         )
     tracked = [i for i, p in enumerate(pts) if not p.role]
@@ -179,8 +179,8 @@ def _first_burst(c: Ctx) -> Iterable[Finding]:
         longer = ", ".join(format_duration(p.busy + p.idle) for p in waits)
         yield Finding(
             f"{format_duration(waits[0].busy)} of writes before each idle period",
-            f"the first burst of each wait state {longer} (fio 3.33 extends a job's first "
-            "thinktime_iotime burst by one idle period)",
+            f"{longer} of writes before the first idle period, as fio 3.33 extends a job's "
+            "first thinktime_iotime burst by one idle period",
             "first burst of each wait state",
         )
 
@@ -190,9 +190,9 @@ def _per_minute_max(c: Ctx) -> Iterable[Finding]:
     maximum (log_max_value), not both, and tkbench logs the mean."""
     if c.plan.points:
         yield Finding(
-            "per minute: throughput, IOPS, mean and maximum response time",
-            "per minute: throughput, IOPS and mean response time; the maximum only per "
-            "access group (fio 3.33 logs a window's mean or its maximum, not both)",
+            "throughput, IOPS, mean and maximum response time of every minute",
+            "each sample has throughput, IOPS and the mean response time, not the maximum, as "
+            "fio 3.33 logs a window's mean or its maximum, not both",
             "maximum response time per minute",
         )
 
@@ -231,6 +231,20 @@ def _sample(c: Ctx) -> Iterable[Finding]:
         )
 
 
+def grid_words(order: Sequence[tuple[int, int]]) -> str:
+    """The loads of a demand-intensity grid, in the order they ran: a full grid as the
+    text words it ("thread count 4, 1 (outer) x queue depth 8, 1 (inner)"), any other
+    as its loads ("T4/Q8, T1/Q1")."""
+    threads = list(dict.fromkeys(t for t, _ in order))
+    depths = list(dict.fromkeys(q for _, q in order))
+    if len(threads) > 1 and len(depths) > 1 and order == [(t, q) for t in threads for q in depths]:
+        return (
+            f"thread count {', '.join(map(str, threads))} (outer) x queue depth "
+            f"{', '.join(map(str, depths))} (inner), {count(len(order), 'load')}"
+        )
+    return f"{count(len(order), 'load')}: {', '.join(short_load(t, q) for t, q in order)}"
+
+
 def _grid(c: Ctx) -> Iterable[Finding]:
     ref = _ref(c)
     measured = [p for p in c.plan.points if p.measured]
@@ -238,9 +252,7 @@ def _grid(c: Ctx) -> Iterable[Finding]:
     if order != [(t, q) for t in ref.grid for q in ref.grid]:
         yield Finding(
             "thread count 32, 16, 8, 6, 4, 2, 1 (outer) x queue depth 32 ... 1 (inner)",
-            f"{len(order)} loads, thread counts "
-            f"{', '.join(str(t) for t in dict.fromkeys(t for t, _ in order))} x queue depths "
-            f"{', '.join(str(q) for q in dict.fromkeys(q for _, q in order))}",
+            grid_words(order),
             "demand-intensity grid",
         )
     pre = [p.runtime for p in c.plan.points if p.role == "prewrite"]
