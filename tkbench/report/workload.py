@@ -290,6 +290,6 @@ def rwsw_warnings(run: RunData) -> tuple[str, ...]:
     return (
         "Departures from SNIA's Real World Storage Workload test specification (as tkbench "
         "reads SNIA's pages on it, docs/replay.md): "
-        + "; ".join(f"{d.title}: {d.requirement}: {d.actual} (RWSW: {d.required})" for d in found)
+        + "; ".join(f"{d.title}: {rwsw.words(d)}" for d in found)
         + ".",
     )
