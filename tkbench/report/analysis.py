@@ -189,7 +189,7 @@ def analyze(
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
-        pts=header.pts_claim(run),
+        pts=header.pts_claim(run, tuple(t.title for t in tests)),
         recipes=recipe_table(ar.tests),
         **check_rows(run.checks),
     )

@@ -364,18 +364,45 @@ def run_notes(manifest: Manifest) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def pts_claim(run: RunData) -> PtsClaim:
+def pts_claim(run: RunData, titles: Sequence[str] = ()) -> PtsClaim:
     """Conformance to the SNIA PTS variant the run's profile declares, judged from what
-    the run recorded: the statement and every departure, for the first page."""
-    return pts_claim_of(judge_run(run, run.write_cache))
+    the run recorded: the statement and every departure, for the first page
+    (``titles``: the report's tests', which page 1 counts the departures by)."""
+    return pts_claim_of(judge_run(run, run.write_cache), titles)
 
 
-def pts_claim_of(judged: Judgement) -> PtsClaim:
+def pts_claim_of(judged: Judgement, titles: Sequence[str] = ()) -> PtsClaim:
     """The first page's PTS claim of a judgement (a departure several tests share is
-    said once, naming them)."""
+    said once, naming them; page 1 counts them by the tests of ``titles``)."""
+    groups = tuple((tests, tuple(items)) for tests, items in judged.groups())
     return PtsClaim(
         variant=judged.variant,
         conforms=judged.conforms,
         statement=judged.statement(),
-        groups=tuple((tests, tuple(items)) for tests, items in judged.groups()),
+        groups=groups,
+        counts=departure_counts(groups, titles),
     )
+
+
+ALL_TESTS = "All tests"  # the group of a departure every test shares (Judgement.merged)
+
+
+def departure_counts(
+    groups: Sequence[tuple[str, Sequence[str]]], titles: Sequence[str]
+) -> tuple[tuple[str, int], ...]:
+    """Page 1's count of the departures: first those of all tests, then per test of
+    ``titles`` (in their order) how many concern it -- a group names its tests joined
+    by ", ", and one several tests share counts for each -- then, as they stand, the
+    groups that name none of them (a test not run, an old run's untitled test)."""
+    out = [(tests, len(items)) for tests, items in groups if tests == ALL_TESTS]
+    named = {ALL_TESTS}
+    for title in titles:
+        n = 0
+        for tests, items in groups:
+            if f", {title}, " in f", {tests}, ":
+                n += len(items)
+                named.add(tests)
+        if n:
+            out.append((title, n))
+    out += [(tests, len(items)) for tests, items in groups if tests not in named]
+    return tuple(out)
