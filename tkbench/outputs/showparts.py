@@ -10,7 +10,6 @@ from typing import Any
 
 from tkbench.analysis.responses import saturation_responses
 from tkbench.kinds.results.analysed import Analysed
-from tkbench.kinds.staged.results import steady_iops
 
 
 def test_parts(a: Analysed) -> dict[str, Any]:
@@ -41,6 +40,3 @@ def stage_parts(a: Analysed) -> dict[str, Any]:
     out: dict[str, Any] = {"procedure": plan.procedure, "stage": plan.stage}
     out.update(a.type.stage_summary(a))  # its stage's keys
     return out
-
-
-__all__ = ["stage_parts", "steady_iops", "test_parts"]

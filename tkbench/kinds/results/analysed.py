@@ -65,7 +65,6 @@ class Analysed:
     test: TestData
     type: TypeResults  # the test's type (tkbench.kinds.of_plan)
     target: TargetRecord | None = None  # the run's target: its temperature limits
-    run_tests: tuple[TestData, ...] = ()  # the run's tests (a stage reads those before it)
     # the run's tests as analysed, by name, this one among them (filled by
     # tkbench.kinds.results.run: each test of a run is analysed once, whoever reads it)
     peers: dict[str, Analysed] = field(default_factory=dict, repr=False)

@@ -17,11 +17,11 @@ def analyse_test(test: TestData, target: TargetRecord | None = None) -> Analysed
 
 
 def _together(tests: tuple[TestData, ...], target: TargetRecord | None) -> tuple[Analysed, ...]:
-    """``tests`` analysed together: each sees the others (its ``run_tests`` and
-    ``peers``), so that a stage reads the results of those before it, computed once."""
+    """``tests`` analysed together: each sees the others (its ``peers``), so that a
+    stage reads the results of those before it, computed once."""
     peers: dict[str, Analysed] = {}
     for t in tests:
-        peers[t.name] = Analysed(t, kinds.of_plan(t.plan), target, tests, peers)
+        peers[t.name] = Analysed(t, kinds.of_plan(t.plan), target, peers)
     return tuple(peers[t.name] for t in tests)
 
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from tkbench.analysis.window import pooled_percentiles, window, window_records
+from tkbench.analysis.window import pooled_percentiles
 from tkbench.rundir.records import OperatingPoint, PointResult, Round, Series, TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import size_label
@@ -288,15 +288,6 @@ def operating_results(chosen: Sequence[OperatingPoint], rnd: Round | None) -> li
     return out
 
 
-def steady_iops(tests: Sequence[TestData], spec: str) -> float | None:
-    """The steady-state IOPS of a procedure's preconditioning stage (its window mean
-    of the tracking variable; None before it has rounds)."""
-    pre = preconditioning(tests, spec)
-    if pre is None or not pre.rounds:
-        return None
-    return window_mean(pre.plan, window_records(pre.rounds, window(pre)))
-
-
 def window_mean(plan: TestPlan, records: Sequence[Round]) -> float | None:
     """The mean of a stage's (first) tracking variable over its window's ``records``."""
     if not plan.tracking:
@@ -304,20 +295,6 @@ def window_mean(plan: TestPlan, records: Sequence[Round]) -> float | None:
     label = plan.tracking[0]
     values = [r.tracking[label] for r in records]
     return math.fsum(values) / len(values) if values else None
-
-
-def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
-    return next((x for x in tests if x.plan.spec == spec and x.plan.stage == stage), None)
-
-
-def preconditioning(tests: Sequence[TestData], spec: str) -> TestData | None:
-    """The preconditioning stage of the profile's test ``spec`` among a run's tests."""
-    return _stage(tests, spec, "precondition")
-
-
-def chosen_from(tests: Sequence[TestData], spec: str) -> TestData | None:
-    """The stage whose measurement window chose the operating points of ``spec``."""
-    return _stage(tests, spec, "intensity")
 
 
 # --------------------------------------------------------------------------- per stage, once
