@@ -113,11 +113,6 @@ NOT_BRANCHES = {
     ("tkbench/report/sweep.py", "rows += [_row(m.title, m.best) for m in sw.modes]"),
     ("tkbench/report/vfile.py", 'f"A database of {vf.nodes:,} nodes in one file on this volume: "'),
     ("tkbench/report/vfile.py", 'f"{vf.nodes:,} nodes of {vf.node_size:,} bytes in one file "'),
-    # the replay type's report part finding its own test's other stages
-    (
-        "tkbench/report/workload.py",
-        "if x.plan.procedure == PROCEDURE and x.plan.spec == spec and x.plan.stage == stage",
-    ),
 }
 
 

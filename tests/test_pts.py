@@ -578,6 +578,27 @@ def test_every_departure_reaches_the_first_page_whole() -> None:
     assert not any("PTS" in w for w in header.warnings(run, ()))
 
 
+def test_the_model_counts_the_departures_by_test_for_the_first_page() -> None:
+    """Page 1 prints how many departures concern each test; the report model counts
+    them (PtsClaim.counts): those of all tests first, then each of the report's tests
+    in its order, a departure several tests share counted for each, then a group that
+    names none of them as it stands."""
+    run = stored_run("pts-e", "rounds.max_excursion=0.5", "workload.data_pattern=zero", *STAGED_OFF)
+    run = change(run, "iops", purge=Purge(method="none", notes=("a: b: c",)))
+    judged = judge_run(run, cache_set())
+    titles = [t.plan.title or t.name for t in run.tests]
+    assert titles[:4] == ["IOPS", "Throughput 1024k", "Throughput 128k", "Latency"]
+    claim = header.pts_claim_of(judged, titles)
+    counts = dict(claim.counts)
+    assert claim.counts[0] == ("All tests", 1)  # zero data
+    assert counts["IOPS"] == 2  # the excursion limit the four share, and its purge
+    assert counts["Throughput 1024k"] == counts["Latency"] == 1  # the shared one
+    assert [w for w, _ in claim.counts[1:]] == [t for t in titles if t in counts]
+    # without IOPS among the report's tests, its own group stands as it is, last
+    claim = header.pts_claim_of(judged, titles[1:])
+    assert claim.counts[-1] == ("IOPS", 1) and dict(claim.counts)["Latency"] == 1
+
+
 def test_the_first_page_says_conforms_departs_or_no_claim() -> None:
     """The report's HTML for each kind of claim (a kept run directory's model)."""
     from tests._rundir_outputs import GENERATED, RUNDIRS

@@ -512,7 +512,7 @@ def finish_checks(
         checkmod.write_junit(junit, run, found)
     if history is not None:
         try:
-            history.add(run, data, rig=rig)
+            history.add(run, data, rig=rig, analysed=analysed)
         except TkbenchError as exc:  # the run itself is complete: a warning, not a failure
             warnings.append(f"run not indexed: {exc}")
     return ChecksDone(data, "; ".join(warnings) or None)

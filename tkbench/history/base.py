@@ -31,6 +31,7 @@ from tkbench.history.entry import (
     sort_key,
     to_row,
 )
+from tkbench.kinds.results.analysed import AnalysedRun
 from tkbench.rundir.records import Checks
 from tkbench.rundir.store import RunData
 
@@ -99,9 +100,16 @@ class History(ABC):
 
     # ---------------------------------------------------------------- writing
 
-    def add(self, run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
-        """Index a run (again): see :meth:`index`."""
-        return self.index([(run, checks)], rig)[0].entry
+    def add(
+        self,
+        run: RunData,
+        checks: Checks | None = None,
+        rig: str | None = None,
+        analysed: AnalysedRun | None = None,
+    ) -> Entry:
+        """Index a run (again): see :meth:`index` (``analysed``: the run's results when
+        the caller has them, so that its entry reads the same, computed once)."""
+        return self.put([entry_for(run, checks, rig, analysed)])[0].entry
 
     def index(
         self, runs: Sequence[tuple[RunData, Checks | None]], rig: str | None = None

@@ -1,4 +1,10 @@
-"""One run in the history (:class:`Entry`), built from a run directory, and the listing."""
+"""One run in the history (:class:`Entry`), built from a run directory, and the listing.
+
+An entry built from a run directory reads the run's results
+(:class:`~tkbench.kinds.results.analysed.AnalysedRun`: its headline, repeated points
+and volume figures, each computed once, and the same the command's other outputs
+read when it passes them); an entry read back from a database row
+(:func:`from_row`) holds what was stored and needs none."""
 
 from __future__ import annotations
 
@@ -9,8 +15,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from tkbench.analysis import headline
-from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.errors import InputError
 from tkbench.history.parts import (
     EntryChecks,
@@ -21,8 +25,9 @@ from tkbench.history.parts import (
     figures_json,
     loads,
 )
-from tkbench.kinds.figures import run_figures
-from tkbench.kinds.results.sweep import sweep_of
+from tkbench.kinds.results.analysed import AnalysedRun
+from tkbench.kinds.results.run import analyse_run
+from tkbench.kinds.results.sweep import sweep_in
 from tkbench.outputs.checks import FigureRuns
 from tkbench.rundir.records import Checks, Manifest
 from tkbench.rundir.records.base import build, dump
@@ -111,7 +116,15 @@ def run_serial(m: Manifest) -> str:
     return serial
 
 
-def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None) -> Entry:
+def entry_for(
+    run: RunData,
+    checks: Checks | None = None,
+    rig: str | None = None,
+    analysed: AnalysedRun | None = None,
+) -> Entry:
+    """The entry of a stored run (``analysed``: the run's results when the caller has
+    them, made here if not)."""
+    ar = analysed if analysed is not None else analyse_run(run)
     m = run.manifest
     serial = run_serial(m)
     return Entry(
@@ -126,36 +139,37 @@ def entry_for(run: RunData, checks: Checks | None = None, rig: str | None = None
         serial=serial,
         firmware=m.target.ident("firmware"),
         capacity=m.target.capacity_bytes,
-        headline=headline(run),
+        headline=ar.headline,
         checks=EntryChecks.read(dump(checks), Path(run.root)) if checks is not None else None,
         rig=rig,
         run_id=m.run_id,
-        repeats=repeat_figures(run),
-        volume=volume_figures(run),
+        repeats=repeat_figures(ar),
+        volume=volume_figures(ar),
     )
 
 
-def volume_figures(run: RunData) -> dict[str, VolumeFigure] | None:
+def volume_figures(ar: AnalysedRun) -> dict[str, VolumeFigure] | None:
     """The run's volume figures (:func:`tkbench.kinds.figures.run_figures`), as kept."""
-    where = Path(run.root)
-    found = [(f.key, f.summary()) for f in run_figures(run)]
+    where = Path(ar.run.root)
+    found = [(f.key, f.summary()) for f in ar.figures]
     return {k: build(VolumeFigure, fig, where, f"volume.{k}.") for k, fig in found} or None
 
 
-def repeat_figures(run: RunData) -> dict[str, RepeatFigures] | None:
+def repeat_figures(ar: AnalysedRun) -> dict[str, RepeatFigures] | None:
     """Every repeated point of the run's plain fixed tests (not a sweep's cells, not a
     stage's rounds) with the figures nights are compared by: the mean MiB/s, the mean
     absolute deviation in % of it, the standard deviation, the number of runs and,
     for a test with repeat_until, whether its limit was met."""
     out: dict[str, RepeatFigures] = {}
-    for t in run.tests:
+    for a in ar.tests:
+        t = a.test
         if t.plan.kind != "fixed" or t.plan.procedure or not t.rounds:
             continue
-        if sweep_of(t.plan, t.rounds) is not None:
+        if sweep_in(a) is not None:
             continue
         labels = {p.key: p.label for p in t.plan.points}
-        until = until_standing(t.plan, t.rounds)
-        for key, rep in point_repeatability(t.rounds).items():
+        until = a.until
+        for key, rep in a.repeats.items():
             item = RepeatFigures(rep.mean, rep.mean_abs_dev_pct, rep.stdev, len(rep.runs))
             if until is not None:
                 item = replace(item, limit_pct=until.limit_pct, limit_met=until.met)

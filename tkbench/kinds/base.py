@@ -17,7 +17,7 @@ which every type's stages choose from.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -272,9 +272,16 @@ class TestType:
         part, a fixed test's repeated points)."""
         return None
 
-    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
-        """What ``show --json`` adds for a stage of a test of several stages (``tests``:
-        the run's, for the stages before it)."""
+    def stage_result(self, a: Analysed) -> object | None:
+        """What a stored stage of a test of several stages measured
+        (:mod:`tkbench.kinds.staged.results`; computed once per test:
+        :attr:`tkbench.kinds.results.analysed.Analysed.staged`, which reads the stages
+        before it through ``a.stage_of``; None: none)."""
+        return None
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]:
+        """What ``show --json`` adds for a stage of a test of several stages, read from
+        what it measured (``a.staged``)."""
         return {}
 
     def summary_lines(self, a: Analysed) -> list[str]:

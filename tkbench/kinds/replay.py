@@ -38,7 +38,6 @@ drop instead (:data:`tkbench.workload.fiojobs.PAD_NOTE`), stated in every plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -345,9 +344,13 @@ class Replay(TestType):
             return None
         return {"replay": [dataclasses.asdict(r) for r in own.replays]}
 
-    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+    def stage_result(self, a: Analysed) -> object | None:
+        """Its intensity and operating stages' results, as DIRTH's stages measure them."""
+        return INTENSITY.stage_result(a)
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]:
         """The grid and the operating points, as DIRTH's stages give them."""
-        return INTENSITY.stage_summary(t, tests)
+        return INTENSITY.stage_summary(a)
 
     def summary_lines(self, a: Analysed) -> list[str]:
         own = a.own

@@ -160,7 +160,7 @@ def run_summary(run: RunData) -> dict[str, Any]:
 def _document(ar: AnalysedRun, judged: Judgement) -> dict[str, Any]:
     run = ar.run
     m = run.manifest
-    staged = {t.name: stage_parts(t, run.tests) for t in run.tests}
+    staged = {a.name: stage_parts(a) for a in ar.tests}
     return {
         "schema": SHOW_SCHEMA,
         "run_dir": str(run.root),

@@ -6,14 +6,10 @@ the window (``hosts``, left out of runs without per-host results)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from tkbench import kinds
 from tkbench.analysis.responses import saturation_responses
 from tkbench.kinds.results.analysed import Analysed
-from tkbench.kinds.staged.results import steady_iops
-from tkbench.rundir.store import TestData
 
 
 def test_parts(a: Analysed) -> dict[str, Any]:
@@ -33,16 +29,14 @@ def test_parts(a: Analysed) -> dict[str, Any]:
     return out
 
 
-def stage_parts(t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+def stage_parts(a: Analysed) -> dict[str, Any]:
     """The keys of a stage of the tests beyond the basic four (tkbench.kinds.staged):
     ``wait_states`` (host idle recovery), ``transitions`` (cross-stimulus recovery),
-    ``operating_points`` (composite block size, DIRTH)."""
-    plan = t.plan
+    ``operating_points`` (composite block size, DIRTH), from what the stage measured
+    (``a.staged``, computed once)."""
+    plan = a.plan
     if not plan.stage:
         return {}
     out: dict[str, Any] = {"procedure": plan.procedure, "stage": plan.stage}
-    out.update(kinds.of_plan(plan).stage_summary(t, tests))  # its stage's keys
+    out.update(a.type.stage_summary(a))  # its stage's keys
     return out
-
-
-__all__ = ["stage_parts", "steady_iops", "test_parts"]

@@ -78,9 +78,9 @@ def test_status(t: TestData, run_status: str, error: str) -> tuple[str, str]:
 
 
 def test_report(analysed: Analysed, run_status: str, error: str, capacity: int) -> TestReport:
-    """One test's chapter, from the test's results (each computed once; its
-    ``run_tests``: the run's tests, which a stage's chapter reads for the stages before
-    it; its ``target``: the drive's temperature limits, none without one)."""
+    """One test's chapter, from the test's results (each computed once; a stage's
+    chapter reads the stages before it through them, ``stage_of``; its ``target``: the
+    drive's temperature limits, none without one)."""
     t, plan, a = analysed.test, analysed.plan, analysed.analysis
     verdicts, window, records, means = a.verdicts, a.window, a.records, a.means
     metric = primary_metric(plan)
@@ -101,7 +101,7 @@ def test_report(analysed: Analysed, run_status: str, error: str, capacity: int) 
     repeat = repeat_part(analysed)
     if repeat is not None and repeat.until:
         verdict = f"{verdict} {repeat.until}"
-    stage = section.stage(t, analysed.run_tests)
+    stage = section.stage(analysed)
     if stage is not None and stage.summary and t.rounds:
         verdict = stage.summary
     tracking = tracking_of(plan)
@@ -176,7 +176,7 @@ def analyze(
         status_text=header.run_status_text(m),
         device_line=header.device_line(m),
         headlines=headlines(triples),
-        summary=header.summary_sentences(run, tests),
+        summary=header.summary_sentences(ar, tests),
         device=header.device_rows(m),
         platform=header.platform_rows(m),
         run=header.run_rows(m, options, generated),
@@ -189,7 +189,7 @@ def analyze(
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
-        pts=header.pts_claim(run),
+        pts=header.pts_claim(run, tuple(t.title for t in tests)),
         recipes=recipe_table(ar.tests),
         **check_rows(run.checks),
     )

@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from tkbench.analysis import kind_of
-from tkbench.analysis.repeat import point_repeatability, until_standing
 from tkbench.conformance import judge_run
 from tkbench.conformance.pts import Judgement, stored_variant
 from tkbench.device.cacherecord import describe as write_cache_text
+from tkbench.kinds.results.analysed import Analysed, AnalysedRun
 from tkbench.plan.build import pattern_text
 from tkbench.report import devicefacts, fmt
 from tkbench.report.model import COMPLETE, PtsClaim, Row, TestReport
 from tkbench.report.options import DEFAULT_TITLE, ReportOptions
 from tkbench.report.procedure import outstanding, precondition_text, purge_text, stop_rule
 from tkbench.rundir.records import Manifest, Resume
-from tkbench.rundir.store import RunData, TestData
+from tkbench.rundir.store import RunData
 
 
 def is_emulated(manifest: Manifest) -> bool:
@@ -296,7 +296,10 @@ def warnings(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, ...]:
+def summary_sentences(analysed: AnalysedRun, tests: Sequence[TestReport]) -> tuple[str, ...]:
+    """Page 1's summary (``analysed``: the run's results, which the chapters read too:
+    a repeated test's repeatability is computed once for both)."""
+    run = analysed.run
     m = run.manifest
     device = m.target.device
     cap = m.target.capacity_bytes
@@ -313,7 +316,7 @@ def summary_sentences(run: RunData, tests: Sequence[TestReport]) -> tuple[str, .
         sweeps = {r.name: r.sweep.sentence for r in tests if r.sweep}  # a bulk-I/O sweep's
         sweeps |= {r.name: r.copy.sentence for r in tests if r.copy}  # a copy test's
         sweeps |= {r.name: r.vfile.sentence for r in tests if r.vfile}  # a virtual file's
-        said = [sweeps.get(t.name) or _repeat_sentence(t) for t in run.tests if t.rounds]
+        said = [sweeps.get(a.name) or _repeat_sentence(a) for a in analysed.tests if a.test.rounds]
         return (" ".join([_volume_sentence(m), *said]), *said)
     for t in tests:
         verdict = t.verdict or t.status_text
@@ -333,16 +336,17 @@ def _volume_sentence(m: Manifest) -> str:
     )
 
 
-def _repeat_sentence(t: TestData) -> str:
+def _repeat_sentence(a: Analysed) -> str:
     """A repeated test in a customer's words: the average and how much the runs differ."""
+    t = a.test
     parts = []
-    for rep in point_repeatability(t.rounds).values():
+    for rep in a.repeats.values():
         n = len(rep.runs)
         text = f"{rep.mean:,.1f} MiB/s on average over {n} run{'s' if n != 1 else ''}"
         if n > 1 and rep.mean_abs_dev_pct is not None:
             text += f", the runs within ±{rep.mean_abs_dev_pct:.1f} % of it"
         parts.append(text)
-    until = until_standing(t.plan, t.rounds)
+    until = a.until
     tail = f" ({until.sentence()})" if until is not None else ""
     return f"{t.plan.title or t.name}: {'; '.join(parts)}{tail}."
 
@@ -360,18 +364,45 @@ def run_notes(manifest: Manifest) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def pts_claim(run: RunData) -> PtsClaim:
+def pts_claim(run: RunData, titles: Sequence[str] = ()) -> PtsClaim:
     """Conformance to the SNIA PTS variant the run's profile declares, judged from what
-    the run recorded: the statement and every departure, for the first page."""
-    return pts_claim_of(judge_run(run, run.write_cache))
+    the run recorded: the statement and every departure, for the first page
+    (``titles``: the report's tests', which page 1 counts the departures by)."""
+    return pts_claim_of(judge_run(run, run.write_cache), titles)
 
 
-def pts_claim_of(judged: Judgement) -> PtsClaim:
+def pts_claim_of(judged: Judgement, titles: Sequence[str] = ()) -> PtsClaim:
     """The first page's PTS claim of a judgement (a departure several tests share is
-    said once, naming them)."""
+    said once, naming them; page 1 counts them by the tests of ``titles``)."""
+    groups = tuple((tests, tuple(items)) for tests, items in judged.groups())
     return PtsClaim(
         variant=judged.variant,
         conforms=judged.conforms,
         statement=judged.statement(),
-        groups=tuple((tests, tuple(items)) for tests, items in judged.groups()),
+        groups=groups,
+        counts=departure_counts(groups, titles),
     )
+
+
+ALL_TESTS = "All tests"  # the group of a departure every test shares (Judgement.merged)
+
+
+def departure_counts(
+    groups: Sequence[tuple[str, Sequence[str]]], titles: Sequence[str]
+) -> tuple[tuple[str, int], ...]:
+    """Page 1's count of the departures: first those of all tests, then per test of
+    ``titles`` (in their order) how many concern it -- a group names its tests joined
+    by ", ", and one several tests share counts for each -- then, as they stand, the
+    groups that name none of them (a test not run, an old run's untitled test)."""
+    out = [(tests, len(items)) for tests, items in groups if tests == ALL_TESTS]
+    named = {ALL_TESTS}
+    for title in titles:
+        n = 0
+        for tests, items in groups:
+            if f", {title}, " in f", {tests}, ":
+                n += len(items)
+                named.add(tests)
+        if n:
+            out.append((title, n))
+    out += [(tests, len(items)) for tests, items in groups if tests not in named]
+    return tuple(out)

@@ -236,6 +236,9 @@ class PtsClaim:
     conforms: bool
     statement: str
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (tests, departures in words)
+    # page 1's count of them: (a test's title, or a group's tests, how many departures
+    # concern it), in the order page 1 lists them (report/header.py: departure_counts)
+    counts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ class Part:
 
     def fields(self, a: Analysed) -> dict[str, Any]:
         """The chapter's fields of the type's own (:class:`.model.TestReport`), from
-        the test's results (``a.run_tests``: the run's, which a stage's chapter may
-        read)."""
+        the test's results (and those of its run's other tests, which a stage's chapter
+        may read: ``a.stage_of``)."""
         return {}
 
     def parameters(self, t: TestData, stop: str) -> tuple[Row, ...] | None:
@@ -92,7 +92,7 @@ class WorkloadPart(StagesPart):
     workload on this drive" (:mod:`.workload`), which reads the run's other tests."""
 
     def fields(self, a: Analysed) -> dict[str, Any]:
-        return {self.name: workload_chapter(a.test, a.run_tests)}
+        return {self.name: workload_chapter(a)}
 
 
 PARTS: dict[str, Part] = {

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from tkbench.analysis.repeat import until_bounds
 from tkbench.analysis.responses import ResponseTimes, saturation_responses
 from tkbench.analysis.steady import Verdict
+from tkbench.kinds.results.analysed import Analysed
 from tkbench.report import fmt, saturation, stages
 from tkbench.report.model import Saturation
 from tkbench.rundir.records import Round, TestPlan
@@ -33,8 +34,9 @@ class Section:
     def convergence_title(self, plan: TestPlan, title: str) -> str:
         return title
 
-    def stage(self, t: TestData, tests: Sequence[TestData]) -> stages.StagePart | None:
-        """The chapter of a stage of a test of several stages (None: the generic one)."""
+    def stage(self, a: Analysed) -> stages.StagePart | None:
+        """The chapter of a stage of a test of several stages (None: the generic one),
+        from what the stage measured (``a.staged``)."""
         return None
 
     def procedure(self, plan: TestPlan) -> tuple[str, ...]:
@@ -185,7 +187,7 @@ class CopySection(FixedSection):
         return f"{plan.repeat} run(s) of every file set and data pattern"
 
 
-Builder = Callable[[TestData, Sequence[TestData]], "stages.StagePart"]
+Builder = Callable[[Analysed], "stages.StagePart"]
 
 
 class StageSection(Section):
@@ -239,8 +241,8 @@ class StageSection(Section):
             return f"IOPS of the tracked interval (#{tracked.index + 1} of {n}) per round"
         return f"IOPS of the tracked load, T{tracked.numjobs}/Q{tracked.iodepth}, per round"
 
-    def stage(self, t: TestData, tests: Sequence[TestData]) -> stages.StagePart | None:
-        return self.build(t, tests) if self.build is not None else None
+    def stage(self, a: Analysed) -> stages.StagePart | None:
+        return self.build(a) if self.build is not None else None
 
     def procedure(self, plan: TestPlan) -> tuple[str, ...]:
         text = stages.interval_text(plan) if self.preconditions else ""

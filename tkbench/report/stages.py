@@ -4,8 +4,9 @@ A test of several stages (:mod:`tkbench.kinds.staged`: host idle recovery,
 cross-stimulus recovery, composite block size, demand intensity) is stored as one
 test directory per stage.  The preconditioning stages keep the generic
 steady-state chapter; the others have a chapter of their own, built here from the
-records and :mod:`tkbench.kinds.staged.results` (the same numbers ``tkbench show
---json`` prints, through :mod:`tkbench.outputs.showparts`):
+records and what the stage measured (:mod:`tkbench.kinds.staged.results`, kept on the
+test's :class:`~tkbench.kinds.results.analysed.Analysed` as ``staged``: the same
+record ``tkbench show --json`` prints, through :mod:`tkbench.outputs.showparts`):
 
 * ``recovery`` (HIR wait states): IOPS of every sample in order, a row per wait
   state (bursts, their mean IOPS, recovery against the preconditioning stage's
@@ -32,15 +33,14 @@ from dataclasses import dataclass
 from typing import Union
 
 from tkbench.analysis.confidence import Level
-from tkbench.analysis.window import merge_bins, samples_needed, window, window_records
+from tkbench.analysis.window import merge_bins, samples_needed
+from tkbench.kinds.results.analysed import Analysed
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import TITLES
-from tkbench.kinds.staged.results import steady_iops
 from tkbench.report import fmt
 from tkbench.report.labels import mix_label
 from tkbench.report.matrix import Matrix
 from tkbench.rundir.records import PlannedPoint, PointResult, Round, TestPlan
-from tkbench.rundir.store import TestData
 from tkbench.units import format_size
 
 MANY = 400  # more samples than this are drawn as dots
@@ -149,22 +149,28 @@ class HostIdle:
         )
 
 
-def _precondition_stage(plan: TestPlan, tests: Sequence[TestData]) -> TestData | None:
-    return stages.preconditioning(tests, plan.spec)
+def _measured(a: Analysed, kind: type[stages.R]) -> stages.R:
+    """What the stage of ``a`` measured, as its chapter's builder expects it (the
+    stage's type makes it: :meth:`tkbench.kinds.base.TestType.stage_result`)."""
+    found = stages.staged_as(a, kind)
+    if found is None:
+        raise ValueError(f"test {a.name} has no {kind.__name__.lower()} results")
+    return found
 
 
-def host_idle(t: TestData, tests: Sequence[TestData]) -> HostIdle:
-    plan = t.plan
+def host_idle(a: Analysed) -> HostIdle:
+    t, plan = a.test, a.plan
     rnd = t.rounds[-1] if t.rounds else None
-    base = steady_iops(tests, plan.spec)
-    pre = _precondition_stage(plan, tests)
+    measured = _measured(a, stages.Recovery)
+    base = measured.steady_iops
+    pre = measured.precondition
     basis = "no preconditioning stage with rounds in this run"
     if pre is not None and base is not None:
         basis = (
             f"{pre.plan.title or pre.name}, mean of the tracked interval's IOPS in rounds "
-            f"{fmt.rounds(list(window(pre)))}"
+            f"{fmt.rounds(list(measured.precondition_window))}"
         )
-    found = stages.wait_states(rnd, base)
+    found = measured.waits
     busy = {p.idle: p.busy for p in plan.points if p.idle > 0}
     waits = tuple(
         WaitRow(
@@ -257,10 +263,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def cross_stimulus(t: TestData, tests: Sequence[TestData]) -> CrossStimulus:
-    plan = t.plan
+def cross_stimulus(a: Analysed) -> CrossStimulus:
+    t, plan = a.test, a.plan
     rnd = t.rounds[-1] if t.rounds else None
-    band = plan.rounds.max_excursion / 2
+    measured = _measured(a, stages.Groups)
+    band = measured.band
     pts = list(rnd.points) if rnd else []
     groups = []
     for i, p in enumerate(pts):
@@ -306,7 +313,7 @@ def cross_stimulus(t: TestData, tests: Sequence[TestData]) -> CrossStimulus:
         text=tuple(text),
         band=band,
         groups=tuple(groups),
-        transitions=stages.transitions(rnd, band),
+        transitions=measured.transitions,
         timeline=line,
     )
 
@@ -353,10 +360,10 @@ def _grid_matrix(
     )
 
 
-def intensity(t: TestData, tests: Sequence[TestData]) -> Intensity:
-    plan = t.plan
-    win = window(t)
-    cells = stages.grid(window_records(t.rounds, win))
+def intensity(a: Analysed) -> Intensity:
+    plan = a.plan
+    measured = _measured(a, stages.Grid)
+    win, cells = measured.window, measured.cells
     grid_points = [p for p in plan.points if p.role in ("", "grid")]
     threads = tuple(dict.fromkeys(p.numjobs for p in grid_points))
     depths = tuple(dict.fromkeys(p.iodepth for p in grid_points))
@@ -396,7 +403,7 @@ def intensity(t: TestData, tests: Sequence[TestData]) -> Intensity:
         iops=_grid_matrix("iops", "IOPS", "IOPS", threads, depths, iops),
         lat_mean=_grid_matrix("lat_mean", "Mean response time", "ms", threads, depths, lat),
         cpu=_grid_matrix("cpu", "CPU (fio's user + system)", "%", threads, depths, cpu),
-        cells=tuple(cells),
+        cells=cells,
     )
 
 
@@ -442,12 +449,13 @@ class Operating:
         )
 
 
-def operating(t: TestData, tests: Sequence[TestData]) -> Operating:
-    plan = t.plan
+def operating(a: Analysed) -> Operating:
+    t, plan = a.test, a.plan
     rnd: Round | None = t.rounds[-1] if t.rounds else None
     measured = [p for p in rnd.points if p.measured] if rnd else []
+    found = _measured(a, stages.Operated)
     rows = []
-    for m, p in zip(stages.operating_results(plan.operating, rnd), measured, strict=False):
+    for m, p in zip(found.measured, measured, strict=False):
         pct = tuple(
             m.percentiles_ns[k] / 1e6 if k in m.percentiles_ns else None for k in stages.PERCENTILES
         )
@@ -472,7 +480,7 @@ def operating(t: TestData, tests: Sequence[TestData]) -> Operating:
         )
     pre = next((p for p in plan.points if p.role == "prewrite"), None)
     meas = next((p for p in plan.points if p.measured), None)
-    source = stages.chosen_from(tests, plan.spec)
+    source = found.source
     text = [
         "MaxIOPS, MidIOPS and MinIOPS were chosen from the measurement window of "
         f"{source.plan.title if source else 'the demand-intensity stage'} when this stage "

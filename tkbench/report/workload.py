@@ -13,6 +13,10 @@ stages.
   (:func:`.stages.operating`);
 * when the run also holds the PTS IOPS test: the applied workload's steady-state IOPS
   beside the drive's PTS IOPS at the block size and mix nearest the workload's.
+
+The other stages and the PTS IOPS test are read as the run analysed them
+(:meth:`~tkbench.kinds.results.analysed.Analysed.stage_of`, ``peers``): their windows
+and what they measured are computed once, for their own chapters and this one.
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tkbench.analysis.window import point_means, window, window_records
 from tkbench.conformance import rwsw
 from tkbench.kinds.replay import PROCEDURE
+from tkbench.kinds.results.analysed import Analysed
 from tkbench.report import fmt, stages
 from tkbench.report.labels import mix_label
 from tkbench.rundir.records import PointResult
-from tkbench.rundir.store import RunData, TestData
+from tkbench.rundir.store import RunData
 from tkbench.units import format_size
 from tkbench.workload.tkw import Reduction, Summary
 
@@ -142,19 +146,14 @@ def _replay_row(p: PointResult) -> ReplayRow:
     )
 
 
-def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
-    return next(
-        (
-            x
-            for x in tests
-            if x.plan.procedure == PROCEDURE and x.plan.spec == spec and x.plan.stage == stage
-        ),
-        None,
-    )
+def _stage(a: Analysed, stage: str) -> Analysed | None:
+    """The replay test's stage ``stage`` among the run's tests, as analysed (a
+    profile's test's stages share its name and its procedure)."""
+    return a.stage_of(a.plan.spec, stage)
 
 
-def _window_iops(t: TestData) -> float | None:
-    means = point_means(window_records(t.rounds, window(t)))
+def _window_iops(a: Analysed) -> float | None:
+    means = a.analysis.means
     return next(iter(means.values())).iops if means else None
 
 
@@ -166,14 +165,15 @@ def nearest(bs: float, sizes: Sequence[int]) -> int | None:
     return min(good, key=lambda s: abs(math.log2(s / bs)))
 
 
-def _pts(tests: Sequence[TestData], iops: float | None, red: Reduction, read: int) -> PtsRow | None:
+def _pts(a: Analysed, iops: float | None, red: Reduction, read: int) -> PtsRow | None:
     """The PTS IOPS test's window IOPS at the block size nearest the workload's most
     frequent one and the mix nearest its read share."""
-    pts = next((x for x in tests if x.plan.spec == PTS_IOPS and not x.plan.procedure), None)
+    peers = a.peers.values()
+    pts = next((x for x in peers if x.plan.spec == PTS_IOPS and not x.plan.procedure), None)
     streams = red.streams
     if pts is None or iops is None or not streams:
         return None
-    means = point_means(window_records(pts.rounds, window(pts)))
+    means = pts.analysis.means
     if not means:
         return None
     top = max(streams, key=lambda s: s.ios)
@@ -189,13 +189,15 @@ def _pts(tests: Sequence[TestData], iops: float | None, red: Reduction, read: in
     )
 
 
-def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
-    """The chapter of a replay test, in its ``replay`` stage (None for any other test)."""
-    plan = t.plan
+def chapter(a: Analysed) -> WorkloadChapter | None:
+    """The chapter of a replay test, in its ``replay`` stage (None for any other test),
+    with its run's other stages as analysed (``a.peers``)."""
+    t, plan = a.test, a.plan
     if plan.procedure != PROCEDURE or plan.stage != "replay" or not plan.capture:
         return None
     red = Reduction.parse(plan.capture, f"test {plan.name}'s capture")
-    applied_test = _stage(tests, plan.spec, "applied")
+    applied_stage = _stage(a, "applied")
+    applied_test = applied_stage.test if applied_stage is not None else None
     chosen = applied_test.plan.points[0] if applied_test and applied_test.plan.points else None
     bssplit = chosen.bssplit if chosen is not None else ""
     sizes = {
@@ -236,7 +238,7 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
     rnd = t.rounds[-1] if t.rounds else None
     if rnd is not None:
         replays += [_replay_row(p) for p in rnd.points if p.replay]
-    applied_iops = _window_iops(applied_test) if applied_test is not None else None
+    applied_iops = _window_iops(applied_stage) if applied_stage is not None else None
     if applied_test is None:
         applied = "The applied workload did not run."
     else:
@@ -260,8 +262,8 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
                 else "."
             )
         )
-    inten = _stage(tests, plan.spec, "intensity")
-    oper = _stage(tests, plan.spec, "operating")
+    inten = _stage(a, "intensity")
+    oper = _stage(a, "operating")
     return WorkloadChapter(
         heading=HEADING,
         text=tuple(text),
@@ -273,9 +275,9 @@ def chapter(t: TestData, tests: Sequence[TestData]) -> WorkloadChapter | None:
         replays=tuple(replays),
         applied=applied,
         applied_iops=applied_iops,
-        intensity=stages.intensity(inten, tests) if inten is not None and inten.rounds else None,
-        operating=stages.operating(oper, tests) if oper is not None and oper.rounds else None,
-        pts=_pts(tests, applied_iops, red, chosen.read_pct if chosen else 0),
+        intensity=stages.intensity(inten) if inten is not None and inten.test.rounds else None,
+        operating=stages.operating(oper) if oper is not None and oper.test.rounds else None,
+        pts=_pts(a, applied_iops, red, chosen.read_pct if chosen else 0),
     )
 
 
@@ -288,6 +290,6 @@ def rwsw_warnings(run: RunData) -> tuple[str, ...]:
     return (
         "Departures from SNIA's Real World Storage Workload test specification (as tkbench "
         "reads SNIA's pages on it, docs/replay.md): "
-        + "; ".join(f"{d.title}: {d.requirement}: {d.actual} (RWSW: {d.required})" for d in found)
+        + "; ".join(f"{d.title}: {rwsw.words(d)}" for d in found)
         + ".",
     )

@@ -4,7 +4,11 @@
 computed when first asked and then kept: the analysis of its measurement window
 (:func:`tkbench.analysis.analyze_test`), its points' repeatability, where
 ``repeat_until`` stands, its type's own result (a sweep's tables, a virtual file's
-cells, a copy test's rows: asked of the test's type), its headline figures, its
+cells, a copy test's rows: asked of the test's type), what its stage measured (a
+stage of a test of several stages: host idle recovery's wait states, cross-stimulus
+recovery's transitions, a demand-intensity grid, the operating points; also asked of
+its type, which reads the stages before it through its run's other tests, each
+:class:`Analysed` once: :meth:`Analysed.stage_of`), its headline figures, its
 temperature, its response-time histogram phase and its hosts' shares.
 :class:`AnalysedRun` holds them for a whole run.  The report, ``show``, the checks,
 ``export``, ``compare`` and the fleet summary receive one and read it, so one command
@@ -18,7 +22,7 @@ module asks no registry: the test's type comes with it (its :class:`TypeResults`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,11 +45,15 @@ class TypeResults(Protocol):
 
     def result(self, test: TestData) -> object | None: ...
 
+    def stage_result(self, a: Analysed) -> object | None: ...
+
     def figures(self, a: Analysed) -> list[Figure]: ...
 
     def cache_states(self, plan: TestPlan) -> list[str]: ...
 
     def summary(self, a: Analysed) -> dict[str, Any] | None: ...
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]: ...
 
     def summary_lines(self, a: Analysed) -> list[str]: ...
 
@@ -57,7 +65,9 @@ class Analysed:
     test: TestData
     type: TypeResults  # the test's type (tkbench.kinds.of_plan)
     target: TargetRecord | None = None  # the run's target: its temperature limits
-    run_tests: tuple[TestData, ...] = ()  # the run's tests (a stage reads those before it)
+    # the run's tests as analysed, by name, this one among them (filled by
+    # tkbench.kinds.results.run: each test of a run is analysed once, whoever reads it)
+    peers: dict[str, Analysed] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -86,6 +96,20 @@ class Analysed:
     def own(self) -> object | None:
         """Its type's own result (None: a type without one, or no round yet)."""
         return self.type.result(self.test)
+
+    @cached_property
+    def staged(self) -> object | None:
+        """What its stage measured (:mod:`tkbench.kinds.staged.results`; None: not a
+        stage, or a stage without results of its own)."""
+        return self.type.stage_result(self)
+
+    def stage_of(self, spec: str, stage: str) -> Analysed | None:
+        """The run's stage ``stage`` of the profile's test ``spec``, as analysed (None:
+        not in the run, or analysed on its own)."""
+        return next(
+            (p for p in self.peers.values() if p.plan.spec == spec and p.plan.stage == stage),
+            None,
+        )
 
     @cached_property
     def figures(self) -> tuple[Figure, ...]:

@@ -11,11 +11,18 @@ from tkbench.rundir.store import RunData, TestData
 __all__ = ["Analysed", "AnalysedRun", "analyse_run", "analyse_test"]
 
 
-def analyse_test(
-    test: TestData, target: TargetRecord | None = None, run_tests: tuple[TestData, ...] = ()
-) -> Analysed:
-    """One stored test, to be analysed (``run_tests``: its run's, by default itself)."""
-    return Analysed(test, kinds.of_plan(test.plan), target, run_tests or (test,))
+def analyse_test(test: TestData, target: TargetRecord | None = None) -> Analysed:
+    """One stored test on its own, to be analysed (its run's other tests unseen)."""
+    return _together((test,), target)[0]
+
+
+def _together(tests: tuple[TestData, ...], target: TargetRecord | None) -> tuple[Analysed, ...]:
+    """``tests`` analysed together: each sees the others (its ``peers``), so that a
+    stage reads the results of those before it, computed once."""
+    peers: dict[str, Analysed] = {}
+    for t in tests:
+        peers[t.name] = Analysed(t, kinds.of_plan(t.plan), target, peers)
+    return tuple(peers[t.name] for t in tests)
 
 
 def analyse_run(run: RunData, *, alone: bool = False) -> AnalysedRun:
@@ -25,5 +32,4 @@ def analyse_run(run: RunData, *, alone: bool = False) -> AnalysedRun:
     tests = tuple(run.tests)
     if alone:
         return AnalysedRun(run, tuple(analyse_test(t) for t in tests))
-    target = run.manifest.target
-    return AnalysedRun(run, tuple(analyse_test(t, target, tests) for t in tests))
+    return AnalysedRun(run, _together(tests, run.manifest.target))

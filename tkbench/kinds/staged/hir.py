@@ -5,20 +5,20 @@ with host idle, then a return to baseline; sampled per interval)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, base_point, intervals, own, stage_spec
 from tkbench.kinds.staged.reference import K, StagedRequirement
-from tkbench.kinds.staged.results import steady_iops
+from tkbench.kinds.staged.results import Recovery
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import TestSpec, Tracking
 from tkbench.units import format_duration
 
 if TYPE_CHECKING:
-    from tkbench.rundir.store import TestData
+    from tkbench.kinds.results.analysed import Analysed
 
 
 # what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
@@ -97,15 +97,16 @@ class Hir(Staged):
         )
         return [pre, recovery]
 
-    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+    def stage_result(self, a: Analysed) -> Recovery | None:
         """The recovery stage's wait states against the preconditioning's steady state."""
-        plan = t.plan
-        if plan.stage != "recovery":
+        return stages.recovery(a) if a.plan.stage == "recovery" else None
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]:
+        found = stages.staged_as(a, Recovery)
+        if found is None:
             return {}
-        rnd = t.rounds[-1] if t.rounds else None
         out: dict[str, Any] = {}
-        base = steady_iops(tests, plan.spec)
-        out["steady_state_iops"] = base
+        out["steady_state_iops"] = found.steady_iops
         out["wait_states"] = [
             {
                 "idle_s": w.idle_s,
@@ -114,7 +115,7 @@ class Hir(Staged):
                 "recovery": None if w.recovery is None else round(w.recovery, 4),
                 "baseline_iops": None if w.baseline_iops is None else round(w.baseline_iops, 3),
             }
-            for w in stages.wait_states(rnd, base)
+            for w in found.waits
         ]
         return out
 

@@ -8,10 +8,9 @@ when the stage starts from the intensity stage's window)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tkbench.analysis.window import window, window_records
 from tkbench.kinds.base import TestKeys
 from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.pts.rows import Requirement
@@ -29,12 +28,13 @@ from tkbench.kinds.staged.common import (
     stage_spec,
 )
 from tkbench.kinds.staged.reference import GRID, HOUR, StagedRequirement
+from tkbench.kinds.staged.results import Grid, Operated
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import COMPOSITE, TestSpec, Tracking
 from tkbench.rundir.records import OperatingPoint
 
 if TYPE_CHECKING:
-    from tkbench.rundir.store import TestData
+    from tkbench.kinds.results.analysed import Analysed
 
 
 # what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
@@ -153,13 +153,19 @@ class Intensity(Staged):
         )
         return [pre, intensity, operating]
 
-    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+    def stage_result(self, a: Analysed) -> Grid | Operated | None:
         """The intensity stage's grid; the operating points' results."""
-        plan = t.plan
-        rnd = t.rounds[-1] if t.rounds else None
+        if a.plan.stage == "intensity":
+            return stages.intensity_grid(a)
+        if a.plan.stage == "operating":
+            return stages.operated(a)
+        return None
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if plan.stage == "intensity":
-            cells = stages.grid(window_records(t.rounds, window(t)))
+        grid = stages.staged_as(a, Grid)
+        operated = stages.staged_as(a, Operated)
+        if grid is not None:
             out["grid"] = [
                 {
                     "threads": c.numjobs,
@@ -168,12 +174,10 @@ class Intensity(Staged):
                     "mean_latency_ms": round(c.lat_mean_ns / 1e6, 6),
                     "cpu_pct": round(c.cpu_pct, 3),
                 }
-                for c in cells
+                for c in grid.cells
             ]
-        elif plan.stage == "operating":
-            out["operating_points"] = {
-                m.name: m.to_dict() for m in stages.operating_results(plan.operating, rnd)
-            }
+        elif operated is not None:
+            out["operating_points"] = {m.name: m.to_dict() for m in operated.measured}
         return out
 
 

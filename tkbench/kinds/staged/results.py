@@ -19,6 +19,12 @@ The rules (docs/methodology.md, "Host Idle Recovery", "Cross-Stimulus Recovery",
 * **MaxIOPS** is the grid load with the highest IOPS whose mean response time
   stays within the ceiling, **MinIOPS** the lowest load (T1/Q1), **MidIOPS** the
   load whose IOPS are closest to their mean.
+
+What a stored stage measured is one record, made once per test by its type
+(``TestType.stage_result``) and kept on the test's
+:class:`~tkbench.kinds.results.analysed.Analysed` (``staged``): :class:`Recovery`,
+:class:`Groups`, :class:`Grid`, :class:`Operated`.  ``show`` and the report read it
+there; the functions below are what it is made of.
 """
 
 from __future__ import annotations
@@ -26,11 +32,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
-from tkbench.analysis.window import pooled_percentiles, window, window_records
-from tkbench.rundir.records import OperatingPoint, PointResult, Round, Series
+from tkbench.analysis.window import pooled_percentiles
+from tkbench.rundir.records import OperatingPoint, PointResult, Round, Series, TestPlan
 from tkbench.rundir.store import TestData
 from tkbench.units import size_label
+
+if TYPE_CHECKING:
+    from tkbench.kinds.results.analysed import Analysed
+
+R = TypeVar("R")
 
 SETTLE_SAMPLES = 5  # samples at a group's end whose mean is its settled level
 
@@ -276,26 +288,87 @@ def operating_results(chosen: Sequence[OperatingPoint], rnd: Round | None) -> li
     return out
 
 
-def steady_iops(tests: Sequence[TestData], spec: str) -> float | None:
-    """The steady-state IOPS of a procedure's preconditioning stage (its window mean
-    of the tracking variable; None before it has rounds)."""
-    pre = preconditioning(tests, spec)
-    if pre is None or not pre.rounds or not pre.plan.tracking:
+def window_mean(plan: TestPlan, records: Sequence[Round]) -> float | None:
+    """The mean of a stage's (first) tracking variable over its window's ``records``."""
+    if not plan.tracking:
         return None
-    label = pre.plan.tracking[0]
-    values = [r.tracking[label] for r in window_records(pre.rounds, window(pre))]
+    label = plan.tracking[0]
+    values = [r.tracking[label] for r in records]
     return math.fsum(values) / len(values) if values else None
 
 
-def _stage(tests: Sequence[TestData], spec: str, stage: str) -> TestData | None:
-    return next((x for x in tests if x.plan.spec == spec and x.plan.stage == stage), None)
+# --------------------------------------------------------------------------- per stage, once
 
 
-def preconditioning(tests: Sequence[TestData], spec: str) -> TestData | None:
-    """The preconditioning stage of the profile's test ``spec`` among a run's tests."""
-    return _stage(tests, spec, "precondition")
+def _last(t: TestData) -> Round | None:
+    return t.rounds[-1] if t.rounds else None
 
 
-def chosen_from(tests: Sequence[TestData], spec: str) -> TestData | None:
-    """The stage whose measurement window chose the operating points of ``spec``."""
-    return _stage(tests, spec, "intensity")
+@dataclass(frozen=True)
+class Recovery:
+    """What a host-idle-recovery stage measured: its wait states against the steady
+    state of its test's preconditioning stage."""
+
+    steady_iops: float | None  # None: no preconditioning stage with rounds in the run
+    precondition: TestData | None  # the preconditioning stage (None: not in the run)
+    precondition_window: tuple[int, ...]  # its measurement window's rounds
+    waits: tuple[WaitState, ...]
+
+
+def recovery(a: Analysed) -> Recovery:
+    """A host-idle-recovery stage's :class:`Recovery`, its preconditioning stage's
+    window read from that stage's analysis (made once for the run)."""
+    pre = a.stage_of(a.plan.spec, "precondition")
+    base = None
+    win: tuple[int, ...] = ()
+    if pre is not None and pre.test.rounds:
+        win = pre.analysis.window
+        base = window_mean(pre.plan, pre.analysis.records)
+    return Recovery(base, pre.test if pre else None, win, wait_states(_last(a.test), base))
+
+
+@dataclass(frozen=True)
+class Groups:
+    """What a cross-stimulus-recovery stage measured: the transitions between its
+    access groups, settled within ``band`` (a fraction)."""
+
+    band: float
+    transitions: tuple[Transition, ...]
+
+
+def groups(a: Analysed) -> Groups:
+    band = a.plan.rounds.max_excursion / 2
+    return Groups(band, transitions(_last(a.test), band))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What a demand-intensity stage measured: its grid's window means."""
+
+    window: tuple[int, ...]
+    cells: tuple[Cell, ...]
+
+
+def intensity_grid(a: Analysed) -> Grid:
+    """A demand-intensity stage's :class:`Grid`, over its analysis's window."""
+    return Grid(a.analysis.window, tuple(grid(a.analysis.records)))
+
+
+@dataclass(frozen=True)
+class Operated:
+    """What an operating-point stage measured, and the stage that chose its points."""
+
+    measured: tuple[Measured, ...]
+    source: TestData | None  # the demand-intensity stage (None: not in the run)
+
+
+def operated(a: Analysed) -> Operated:
+    source = a.stage_of(a.plan.spec, "intensity")
+    measured = operating_results(a.plan.operating, _last(a.test))
+    return Operated(tuple(measured), source.test if source else None)
+
+
+def staged_as(a: Analysed | None, kind: type[R]) -> R | None:
+    """``a``'s stage result if it is a ``kind`` (None: another stage, or no test)."""
+    found = a.staged if a is not None else None
+    return found if isinstance(found, kind) else None

@@ -3,7 +3,7 @@ groups back to back, sampled)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tkbench.kinds.base import TestKeys
@@ -11,11 +11,12 @@ from tkbench.kinds.pts.common import I_AD
 from tkbench.kinds.staged import results as stages
 from tkbench.kinds.staged.common import Staged, own, stage_spec
 from tkbench.kinds.staged.reference import HOUR, K, StagedRequirement
+from tkbench.kinds.staged.results import Groups
 from tkbench.plan.model import PlannedTest, Point
 from tkbench.profile.model import Mix, TestSpec
 
 if TYPE_CHECKING:
-    from tkbench.rundir.store import TestData
+    from tkbench.kinds.results.analysed import Analysed
 
 
 # what the PTS requires (docs/methodology.md, "The tests beyond the basic four")
@@ -82,10 +83,12 @@ class Xsr(Staged):
             )
         ]
 
-    def stage_summary(self, t: TestData, tests: Sequence[TestData]) -> dict[str, Any]:
+    def stage_result(self, a: Analysed) -> Groups:
         """The transitions between its access groups."""
-        plan = t.plan
-        rnd = t.rounds[-1] if t.rounds else None
+        return stages.groups(a)
+
+    def stage_summary(self, a: Analysed) -> dict[str, Any]:
+        found = stages.staged_as(a, Groups)
         out: dict[str, Any] = {}
         out["transitions"] = [
             {
@@ -95,7 +98,7 @@ class Xsr(Staged):
                 "recovery_s": x.recovery_s,
                 "settled_mbs": round(x.settled_mbs, 3),
             }
-            for x in stages.transitions(rnd, plan.rounds.max_excursion / 2)
+            for x in (found.transitions if found is not None else ())
         ]
         return out
 
