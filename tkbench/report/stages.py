@@ -232,6 +232,7 @@ class GroupRow:
     samples: int
     mean_mbs: float | None  # over its samples
     mean_ms: float | None
+    max_ms: float | None  # its largest single response time (fio's maximum; None: none)
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,7 @@ def cross_stimulus(a: Analysed) -> CrossStimulus:
                 samples=len(s.t_s) if s else 0,
                 mean_mbs=_mean([b / 1e6 for b in s.bw_bytes]) if s else None,
                 mean_ms=_mean(lat),
+                max_ms=p.lat_max_ns / 1e6 if p.lat_max_ns > 0 else None,
             )
         )
     line = timeline(
