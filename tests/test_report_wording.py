@@ -198,3 +198,25 @@ def test_cross_stimulus_shows_each_groups_largest_response_time() -> None:
     assert "1 128k sequential 5 s 5 121.7 8.974 41.25" in text
     assert "record" not in text
     assert "the table gives each group's largest single response time" in text
+
+
+def test_a_steady_state_by_a_rule_that_is_not_the_pts_s_says_so() -> None:
+    """A test judged steady by a rule the run changed (the demo's 3-round window, an
+    excursion limit) gets an amber badge and a qualified "yes" on page 1 saying which
+    rule, not the plain STEADY STATE a customer would read as the PTS's (a review
+    found green badges next to a 3-round window)."""
+    run = store.load_run(Path(__file__).parent / "data" / "rundirs" / "file-a")
+    rep = analysis.analyze(run, options.resolve_options(run.manifest), 0.0)
+    rules = {t.name: t.steady_rule for t in rep.tests}
+    assert rules["throughput"] == "3-round window" and rules["wsat"] == ""
+    assert rules["latency"] == "3-round window, 0.0001 % data excursion"
+    lines = [h for h in rep.headlines if h.label.startswith("128k")]
+    assert lines and all(h.steady_rule == "3-round window" for h in lines)
+    macros = render.environment().get_template("macros.html.j2").make_module({})
+
+    def badge(rule: str) -> str:
+        t = SimpleNamespace(kind="steady", steady=True, status="complete", steady_rule=rule)
+        return _text(str(macros.steady_badge(t)))
+
+    assert badge("") == "STEADY STATE"
+    assert badge("3-round window") == "STEADY STATE (3-round window: not the PTS's rule)"

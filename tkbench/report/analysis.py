@@ -24,8 +24,10 @@ Units: IOPS; MB/s = 10⁶ bytes/s; ms; GB = 10⁹ bytes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from tkbench.conformance import judge_run
 from tkbench.kinds import of_plan
 from tkbench.kinds.results.analysed import Analysed, AnalysedRun
 from tkbench.kinds.results.run import analyse_run
@@ -161,11 +163,17 @@ def analyze(
     error = m.error or ""
     capacity = m.target.capacity_bytes
     ar = analysed if analysed is not None else analyse_run(run)
-    triples = [(test_report(a, run_status, error, capacity), a.test, a.analysis) for a in ar.tests]
+    judged = judge_run(run, run.write_cache)  # once: the title, page 1, the set-up, badges
+    rules = header.steady_rules(judged)
+    triples = [
+        (replace(rep, steady_rule=rules.get(rep.name, "")), a.test, a.analysis)
+        for a in ar.tests
+        if (rep := test_report(a, run_status, error, capacity))
+    ]
     tests = tuple(p[0] for p in triples)
     present = {t.name for t in run.tests}
     return Report(
-        title=header.document_title(options.title, run),
+        title=header.document_title(options.title, judged),
         operator=options.operator,
         organisation=options.organisation,
         paper=options.paper,
@@ -180,7 +188,7 @@ def analyze(
         device=header.device_rows(m),
         platform=header.platform_rows(m),
         run=header.run_rows(m, options, generated),
-        setup=header.setup_rows(run),
+        setup=header.setup_rows(run, judged),
         tests=tests,
         not_run=tuple(n for n in m.tests if n not in present),
         notes=header.run_notes(m),
@@ -189,7 +197,7 @@ def analyze(
         alerts=header.alerts(m),
         warnings=header.warnings(run, tests) + heat_warnings(tests) + rwsw_warnings(run),
         flag=header.flag(m),
-        pts=header.pts_claim(run, tuple(t.title for t in tests)),
+        pts=header.pts_claim_of(judged, tuple(t.title for t in tests)),
         recipes=recipe_table(ar.tests),
         **check_rows(run.checks),
     )

@@ -123,8 +123,11 @@ def _kept(r: Resume) -> str:
     return f"{r.rounds_kept} rounds"
 
 
-def setup_rows(run: RunData) -> tuple[Row, ...]:
-    """SNIA-style set-up parameters, test by test where they differ."""
+def setup_rows(run: RunData, judged: Judgement | None = None) -> tuple[Row, ...]:
+    """SNIA-style set-up parameters, test by test where they differ (``judged``: the
+    run's judgement, for the operator's choices it states; judged here if not given)."""
+    if judged is None:
+        judged = judge_run(run, run.write_cache)
 
     def per_test(value: Any) -> str:
         groups: dict[str, list[str]] = {}
@@ -159,7 +162,7 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
                 )
             ),
         ),
-        *_choice_rows(run),
+        *_choice_rows(judged),
         Row(
             "Units",
             "IOPS = I/O operations per second; MB/s = 10⁶ bytes per second; "
@@ -169,10 +172,9 @@ def setup_rows(run: RunData) -> tuple[Row, ...]:
     return tuple(rows)
 
 
-def _choice_rows(run: RunData) -> list[Row]:
+def _choice_rows(judged: Judgement) -> list[Row]:
     """The operator choices the PTS leaves open, as the run made them (stated, never
     counted as departures)."""
-    judged = judge_run(run, run.write_cache)
     if judged.variant is None or not judged.choices:
         return []
     return [
@@ -183,11 +185,30 @@ def _choice_rows(run: RunData) -> list[Row]:
     ]
 
 
-def document_title(title: str, run: RunData) -> str:
+def document_title(title: str, judged: Judgement) -> str:
     """The report's title, page headers and PDF metadata (:func:`title_of`)."""
     if "PTS" not in title:
         return title
-    return title_of(title, judge_run(run, run.write_cache))
+    return title_of(title, judged)
+
+
+# the requirements of a steady-state rule, and how a departure from each is said short
+STEADY_RULE = {
+    "steady-state window": "{}-round window",
+    "data excursion limit": "{} data excursion",
+    "slope excursion limit": "{} slope excursion",
+}
+
+
+def steady_rules(judged: Judgement) -> dict[str, str]:
+    """Per test whose steady-state rule departs from the PTS's, how ("3-round window"):
+    its STEADY STATE is tkbench's by that rule, which its badge and page 1 say."""
+    out: dict[str, list[str]] = {}
+    for d in judged.departures:
+        said = STEADY_RULE.get(d.requirement)
+        if said is not None and d.test is not None:
+            out.setdefault(d.test, []).append(said.format(d.actual.removesuffix(" rounds")))
+    return {test: ", ".join(rules) for test, rules in out.items()}
 
 
 def title_of(title: str, judged: Judgement) -> str:

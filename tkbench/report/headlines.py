@@ -78,6 +78,7 @@ def _test_headlines(
             basis=rep.window_basis,
             steady=rep.steady,
             anchor=rep.anchor,
+            steady_rule=rep.steady_rule,
         )
 
     if rep.metric == "bw":

@@ -164,6 +164,7 @@ class Headline:
     basis: str  # "mean of rounds 21–25"
     steady: bool | None  # None: the test has no steady-state criterion
     anchor: str  # section of the test
+    steady_rule: str = ""  # how the test's steady-state rule departs from the PTS's
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,9 @@ class TestReport:
     notes: tuple[str, ...] = ()
     queue_note: str = ""  # Little's law over the window (analysis.queue_check)
     queue_warn: bool = False
+    # how its steady-state rule departs from the PTS's ("3-round window"; "": it does
+    # not): its STEADY STATE is tkbench's by that rule (header.steady_rules)
+    steady_rule: str = ""
     responses: ResponseTimes | None = None  # write saturation: ART, 5 9s, MRT per round
     temperature: TestTemperature | None = None  # the drive's, per round, and heat events
     response_histogram: HistogramPhase | None = None  # the phase after the rounds, if it ran
