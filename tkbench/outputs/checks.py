@@ -12,7 +12,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tkbench import analysis
 from tkbench.analysis.repeat import welch_noise
@@ -132,19 +131,6 @@ def run_figure_runs(run: RunData | AnalysedRun) -> dict[str, FigureRuns]:
     """The volume figures of a run directory, by history key (``"TEST NAME"``)."""
     figures = _analysed(run).figures
     return {f.key: FigureRuns(f.value, f.runs.stdev, len(f.runs.runs)) for f in figures}
-
-
-def history_figure_runs(volume: Mapping[str, Mapping[str, Any]] | None) -> dict[str, FigureRuns]:
-    """The volume figures the history keeps of a run (its ``volume`` column)."""
-    out: dict[str, FigureRuns] = {}
-    for key, fig in (volume or {}).items():
-        if not isinstance(fig, Mapping):
-            continue  # a history row written by something else: not a figure
-        value, sd, n = fig.get("value"), fig.get("stdev"), fig.get("runs")
-        if isinstance(value, int | float) and type(n) is int:
-            spread = float(sd) if isinstance(sd, int | float) else None
-            out[key] = FigureRuns(float(value), spread, n)
-    return out
 
 
 def volume_regression_checks(
