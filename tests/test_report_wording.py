@@ -219,4 +219,4 @@ def test_a_steady_state_by_a_rule_that_is_not_the_pts_s_says_so() -> None:
         return _text(str(macros.steady_badge(t)))
 
     assert badge("") == "STEADY STATE"
-    assert badge("3-round window") == "STEADY STATE (3-round window: not the PTS's rule)"
+    assert badge("3-round window") == "STEADY STATE (NOT PTS RULE)"
