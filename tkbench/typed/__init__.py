@@ -88,38 +88,29 @@ def hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
+# JSON's kinds of value by Python type, in the order a value is tried (a bool is an int)
+_KINDS: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (dict, "object"),
+    (list, "list"),
+)
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "list"
-    return type(value).__name__
+    return next((k for t, k in _KINDS if isinstance(value, t)), type(value).__name__)
 
 
 def _expected(hint: Any) -> list[str]:
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         return [k for a in get_args(hint) for k in _expected(a)]
-    if hint is type(None):
-        return ["null"]
-    if hint is bool:
-        return ["boolean"]
-    if hint is int:
-        return ["integer"]
-    if hint is float:
-        return ["number"]
-    if hint is str:
-        return ["string"]
+    named = [k for t, k in _KINDS[:5] if hint is t]  # a scalar's name
+    if named:
+        return named
     if hint is Any:
         return ["any"]
     if origin in (tuple, list) or hint in (tuple, list):
